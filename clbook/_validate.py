@@ -1,0 +1,110 @@
+"""Argument checks shared by the public functions of :mod:`clbook`.
+
+Every public function validates its inputs with these helpers, so that bad input
+raises a :class:`ValueError` or :class:`TypeError` that names the parameter, the value
+received and what was expected, instead of a traceback from deep inside torch.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+
+__all__ = [
+    "check_positive",
+    "check_nonnegative",
+    "check_int",
+    "check_in_range",
+    "check_tensor",
+    "check_pair",
+    "check_choice",
+]
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_real(name: str, value) -> float:
+    if not _is_real(value):
+        raise TypeError(f"{name} must be a real number; got {value!r} of type {type(value).__name__}.")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite; got {name} = {value}.")
+    return value
+
+
+def check_positive(name: str, value) -> float:
+    """Return ``float(value)`` if it is a finite number > 0, else raise."""
+    value = check_real(name, value)
+    if value <= 0:
+        raise ValueError(f"{name} must be > 0; got {name} = {value}.")
+    return value
+
+
+def check_nonnegative(name: str, value) -> float:
+    """Return ``float(value)`` if it is a finite number >= 0, else raise."""
+    value = check_real(name, value)
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0; got {name} = {value}.")
+    return value
+
+
+def check_in_range(name: str, value, low: float, high: float) -> float:
+    """Return ``float(value)`` if ``low <= value <= high``, else raise."""
+    value = check_real(name, value)
+    if not low <= value <= high:
+        raise ValueError(f"{name} must lie in [{low}, {high}]; got {name} = {value}.")
+    return value
+
+
+def check_int(name: str, value, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``int(value)`` if it is an integer within ``[minimum, maximum]``, else raise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer; got {value!r} of type {type(value).__name__}.")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}; got {name} = {value}.")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}; got {name} = {value}.")
+    return value
+
+
+def check_choice(name: str, value, choices) -> object:
+    """Return ``value`` if it is one of ``choices``, else raise."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}; got {name} = {value!r}.")
+    return value
+
+
+def check_tensor(name: str, value, ndim: int | None = None, *, finite: bool = True) -> torch.Tensor:
+    """Check that ``value`` is a floating-point tensor with ``ndim`` dimensions and finite entries."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor; got {type(value).__name__}.")
+    if ndim is not None and value.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions; got shape {tuple(value.shape)}.")
+    if not value.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor; got dtype {value.dtype}.")
+    if finite and not bool(torch.isfinite(value.detach()).all()):
+        raise ValueError(f"{name} must contain only finite values; it has NaN or infinite entries.")
+    return value
+
+
+def check_pair(z1, z2, *, names=("z1", "z2"), min_samples: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
+    """Check two paired batches ``[n, d]`` of views: same shape, same dtype, ``n >= min_samples``."""
+    z1 = check_tensor(names[0], z1, ndim=2)
+    z2 = check_tensor(names[1], z2, ndim=2)
+    if z1.shape != z2.shape:
+        raise ValueError(
+            f"{names[0]} and {names[1]} must have the same shape [n, d]; "
+            f"got {tuple(z1.shape)} and {tuple(z2.shape)}."
+        )
+    if z1.shape[0] < min_samples:
+        raise ValueError(f"the batch must hold n >= {min_samples} samples; got n = {z1.shape[0]}.")
+    if z1.dtype != z2.dtype or z1.device != z2.device:
+        raise ValueError(
+            f"{names[0]} and {names[1]} must share dtype and device; got "
+            f"{z1.dtype}/{z1.device} and {z2.dtype}/{z2.device}."
+        )
+    return z1, z2

@@ -1,0 +1,149 @@
+"""Seeds, device and dtype: one policy for the whole book.
+
+Every chapter starts with :func:`setup`. Random numbers are drawn on the CPU from an
+explicit :class:`torch.Generator` and only then moved to the device, so that a chapter
+draws the same samples on a laptop and on a GPU (``CLBOOK_DEVICE=cuda``).
+
+Used by every chapter.
+"""
+from __future__ import annotations
+
+import os
+import random
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ._validate import check_int
+
+__all__ = ["Setup", "setup", "current", "generator", "randn", "rand", "randint", "to_device"]
+
+_DTYPES = {torch.float64, torch.float32}
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The state :func:`setup` established."""
+
+    seed: int
+    device: torch.device
+    dtype: torch.dtype
+    threads: int
+    started: float
+
+    def __str__(self) -> str:
+        return f"clbook: seed {self.seed}, {str(self.dtype).replace('torch.', '')}"
+
+
+_current: Setup | None = None
+
+
+def _resolve_device(device) -> torch.device:
+    if device is None:
+        device = os.environ.get("CLBOOK_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda'; got device = {device!r}.") from exc
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device = 'cuda' was requested (CLBOOK_DEVICE or argument) but torch sees no CUDA device.")
+    return device
+
+
+def setup(seed: int = 0, device=None, dtype: torch.dtype = torch.float64, *, threads: int | None = None) -> Setup:
+    """Seed every generator, choose the device and the default dtype.
+
+    Parameters
+    ----------
+    seed : int
+        Seed for torch, numpy and :mod:`random` (``0 <= seed < 2**32``).
+    device : str or torch.device, optional
+        Where tensors live. Default: the ``CLBOOK_DEVICE`` environment variable, else CUDA
+        when available, else the CPU.
+    dtype : torch.dtype
+        Default floating dtype; float64 for every theory check.
+    threads : int, optional
+        Torch CPU threads. Default: ``CLBOOK_THREADS`` or 1 (small linear algebra is much
+        faster with one thread on a 2-core machine).
+
+    Returns
+    -------
+    Setup
+        The state in force, also available from :func:`current`.
+    """
+    global _current
+    seed = check_int("seed", seed, 0, 2**32 - 1)
+    if dtype not in _DTYPES:
+        raise ValueError(f"dtype must be torch.float64 or torch.float32; got dtype = {dtype!r}.")
+    if threads is None:
+        threads = int(os.environ.get("CLBOOK_THREADS", "1"))
+    threads = check_int("threads", threads, 1, 256)
+    dev = _resolve_device(device)
+    torch.set_num_threads(threads)
+    torch.set_default_dtype(dtype)
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    random.seed(seed)
+    _current = Setup(seed=seed, device=dev, dtype=dtype, threads=threads, started=time.perf_counter())
+    return _current
+
+
+def current() -> Setup:
+    """The state of the last :func:`setup` call (calls ``setup()`` with defaults if there was none)."""
+    return _current if _current is not None else setup()
+
+
+def generator(seed: int) -> torch.Generator:
+    """A fresh CPU generator seeded with ``seed``; pass it to the draws below."""
+    seed = check_int("seed", seed, 0, 2**63 - 1)
+    return torch.Generator(device="cpu").manual_seed(seed)
+
+
+def _target(device, dtype):
+    state = current()
+    return (state.device if device is None else _resolve_device(device)), (state.dtype if dtype is None else dtype)
+
+
+def _check_generator(gen):
+    if not isinstance(gen, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator (see clbook.generator); got {type(gen).__name__}.")
+    if gen.device.type != "cpu":
+        raise ValueError("generator must live on the CPU: clbook draws on the CPU, then moves the result.")
+
+
+def _shape(shape) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(check_int(f"shape[{k}]", s, 0) for k, s in enumerate(shape))
+
+
+def randn(*shape, generator: torch.Generator, device=None, dtype=None) -> torch.Tensor:
+    """Standard normal samples drawn on the CPU with ``generator``, then moved to ``device``."""
+    _check_generator(generator)
+    dev, dt = _target(device, dtype)
+    return torch.randn(_shape(shape), generator=generator, dtype=torch.float64).to(device=dev, dtype=dt)
+
+
+def rand(*shape, generator: torch.Generator, device=None, dtype=None) -> torch.Tensor:
+    """Uniform [0, 1) samples drawn on the CPU with ``generator``, then moved to ``device``."""
+    _check_generator(generator)
+    dev, dt = _target(device, dtype)
+    return torch.rand(_shape(shape), generator=generator, dtype=torch.float64).to(device=dev, dtype=dt)
+
+
+def randint(low: int, high: int, shape, *, generator: torch.Generator, device=None) -> torch.Tensor:
+    """Integers in ``[low, high)`` drawn on the CPU with ``generator``, then moved to ``device``."""
+    _check_generator(generator)
+    low, high = check_int("low", low), check_int("high", high)
+    if high <= low:
+        raise ValueError(f"need low < high; got low = {low}, high = {high}.")
+    dev, _ = _target(device, None)
+    return torch.randint(low, high, _shape((shape,) if isinstance(shape, int) else shape), generator=generator).to(dev)
+
+
+def to_device(x, device=None, dtype=None) -> torch.Tensor:
+    """Move an array or tensor to the current device and dtype."""
+    dev, dt = _target(device, dtype)
+    return torch.as_tensor(x).to(device=dev, dtype=dt)

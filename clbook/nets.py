@@ -1,0 +1,75 @@
+r"""Small encoders used by the chapters.
+
+:class:`MLP` is a fully connected encoder :math:`z = W_L h(\cdots h(W_1 x))` (the paper's Eq. 28)
+with an optional :math:`\ell_2` normalisation of the output, initialised from an explicit
+CPU generator so that its weights do not depend on the device.
+
+Used in Chapter 1 (and the Part I chapters that follow).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ._validate import check_choice, check_int
+from .config import current, randn
+
+__all__ = ["MLP"]
+
+_ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "linear": nn.Identity, "leaky_relu": nn.LeakyReLU}
+
+
+class MLP(nn.Module):
+    """A fully connected encoder.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Layer widths ``[d_in, h_1, ..., d_out]`` (at least two entries, each >= 1).
+    generator : torch.Generator
+        CPU generator for the initial weights (He-style scale :math:`\\sqrt{2/\\text{fan-in}}`).
+    activation : {"relu", "tanh", "linear", "leaky_relu"}
+        Hidden nonlinearity :math:`h`.
+    normalize : bool
+        Whether to :math:`\\ell_2`-normalise the output, :math:`\\hat z = z/\\|z\\|_2`.
+    bias : bool
+        Whether the layers have biases.
+    """
+
+    def __init__(self, sizes, *, generator: torch.Generator, activation: str = "relu",
+                 normalize: bool = False, bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        sizes = list(sizes)
+        if len(sizes) < 2:
+            raise ValueError(f"sizes must list at least an input and an output width; got sizes = {sizes}.")
+        sizes = [check_int(f"sizes[{k}]", s, 1) for k, s in enumerate(sizes)]
+        check_choice("activation", activation, _ACTIVATIONS)
+        state = current()
+        device = state.device if device is None else device
+        dtype = state.dtype if dtype is None else dtype
+        layers = []
+        for k, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+            linear = nn.Linear(fan_in, fan_out, bias=bias, device=device, dtype=dtype)
+            with torch.no_grad():
+                linear.weight.copy_(randn(fan_out, fan_in, generator=generator, device=device, dtype=dtype)
+                                    * math.sqrt(2.0 / fan_in))
+                if bias:
+                    linear.bias.copy_(0.1 * randn(fan_out, generator=generator, device=device, dtype=dtype))
+            layers.append(linear)
+            if k < len(sizes) - 2:
+                layers.append(_ACTIVATIONS[activation]())
+        self.body = nn.Sequential(*layers)
+        self.normalize = bool(normalize)
+        self.sizes = sizes
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.ndim != 2 or x.shape[1] != self.sizes[0]:
+            raise ValueError(f"x must have shape [n, {self.sizes[0]}]; got {tuple(x.shape)}.")
+        z = self.body(x)
+        return nn.functional.normalize(z, dim=1) if self.normalize else z
+
+    def flat_grad(self) -> torch.Tensor:
+        """All parameter gradients as one vector (zeros where a gradient is missing)."""
+        return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in self.parameters()])

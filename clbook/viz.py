@@ -1,0 +1,71 @@
+"""One figure style for the book.
+
+Plot helpers take ``ax=None`` and return the axes; captions live in the notebook's figure
+metadata, not in titles. Used by every chapter.
+"""
+from __future__ import annotations
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+
+__all__ = ["STYLE", "use_style", "figure", "COLORS", "Table"]
+
+COLORS = ["#1f5a96", "#d1495b", "#2e933c", "#edae49", "#6c4f9e", "#00798c", "#8c564b", "#555555"]
+
+STYLE = {
+    "figure.figsize": (6.4, 3.6),
+    "figure.dpi": 100,
+    "savefig.dpi": 100,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.prop_cycle": mpl.cycler(color=COLORS),
+    "lines.linewidth": 2,
+    "font.size": 10,
+    "legend.frameon": False,
+    "svg.hashsalt": "clbook",
+}
+
+
+def use_style() -> None:
+    """Apply the book's matplotlib style (``clbook.setup`` leaves matplotlib alone; chapters call this)."""
+    mpl.rcParams.update(STYLE)
+
+
+def figure(ncols: int = 1, nrows: int = 1, *, width: float = 6.4, height: float = 3.6, **kwargs):
+    """A new figure with the book's size conventions; returns ``(fig, axes)``."""
+    if ncols < 1 or nrows < 1:
+        raise ValueError(f"ncols and nrows must be >= 1; got ncols = {ncols}, nrows = {nrows}.")
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), layout="constrained", **kwargs)
+    return fig, axes
+
+
+class Table:
+    """A small table that shows as aligned text and as HTML (no pandas needed).
+
+    Parameters
+    ----------
+    header : sequence of str
+    rows : sequence of sequences
+        Cells are shown with ``str``; round numbers before passing them.
+    """
+
+    def __init__(self, header, rows):
+        self.header = [str(h) for h in header]
+        self.rows = [[str(c) for c in row] for row in rows]
+        for k, row in enumerate(self.rows):
+            if len(row) != len(self.header):
+                raise ValueError(f"row {k} has {len(row)} cells; the header has {len(self.header)}.")
+
+    def __repr__(self) -> str:
+        widths = [max(len(r[k]) for r in [self.header, *self.rows]) for k in range(len(self.header))]
+        line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+        return "\n".join([line(self.header), line(["-" * w for w in widths]), *map(line, self.rows)])
+
+    def _repr_html_(self) -> str:
+        import html
+
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
+        return f'<table class="clbook-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'

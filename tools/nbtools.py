@@ -1,0 +1,117 @@
+"""Book tooling: the chapter list, the Colab bootstrap cell, executing notebooks.
+
+Used by the Makefile (``make outputs``, ``make sync``) and by tests/structure.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOTSTRAP_TAG = "colab-bootstrap"
+
+
+def repository_url() -> str:
+    """The repository URL, from its one place: ``repository.url`` in ``_config.yml``."""
+    text = (ROOT / "_config.yml").read_text(encoding="utf-8")
+    match = re.search(r"^repository:\s*\n\s+url:\s*(\S+)", text, flags=re.M)
+    if not match:
+        raise SystemExit("_config.yml has no repository.url")
+    return match.group(1)
+
+
+def toc_entries() -> list[Path]:
+    """Every file that ``_toc.yml`` names, in order, resolved to an existing path."""
+    text = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    out = []
+    for name in re.findall(r"^\s*-?\s*(?:file|root):\s*([^\s#]+)", text, flags=re.M):
+        for ext in (".ipynb", ".md"):
+            if (ROOT / (name + ext)).is_file():
+                out.append(ROOT / (name + ext))
+                break
+        else:
+            raise SystemExit(f"_toc.yml names {name}, which does not exist")
+    return out
+
+
+def chapters() -> list[Path]:
+    """The chapter notebooks (every ``.ipynb`` in the table of contents except the dashboard)."""
+    return [p for p in toc_entries() if p.suffix == ".ipynb" and p.stem != "verification"]
+
+
+def bootstrap_source(url: str | None = None) -> str:
+    url = url or repository_url()
+    return (
+        "try:\n"
+        "    import clbook\n"
+        "except ImportError:\n"
+        f'    %pip install -q "clbook @ git+{url}"'
+    )
+
+
+def sync_bootstrap(path: Path) -> bool:
+    """Make the chapter's first code cell the Colab bootstrap with the configured URL; True if changed."""
+    nb = nbformat.read(path, as_version=4)
+    source = bootstrap_source()
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            if BOOTSTRAP_TAG not in cell.metadata.get("tags", []):
+                raise SystemExit(f"{path}: the first code cell must be the Colab bootstrap (tag {BOOTSTRAP_TAG})")
+            if cell.source != source:
+                cell.source = source
+                nbformat.write(nb, path)
+                return True
+            return False
+    raise SystemExit(f"{path}: no code cell")
+
+
+def execute(path: Path, *, write: bool = True, timeout: int = 600) -> float:
+    """Execute a notebook on the CPU in its folder, store outputs and widget state; return seconds."""
+    nb = nbformat.read(path, as_version=4)
+    env_backup = dict(os.environ)
+    os.environ.update(CLBOOK_DEVICE=os.environ.get("CLBOOK_DEVICE", "cpu"), CLBOOK_THREADS=os.environ.get("CLBOOK_THREADS", "1"),
+                      PYTHONHASHSEED="0", MPLBACKEND="module://matplotlib_inline.backend_inline")
+    try:
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
+                                record_timing=False, store_widget_state=True)
+        start = time.perf_counter()
+        client.execute()
+        seconds = time.perf_counter() - start
+    finally:
+        os.environ.clear()
+        os.environ.update(env_backup)
+    if write:
+        nbformat.write(nb, path)
+    return seconds
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in {"sync", "outputs", "list"}:
+        print("usage: python tools/nbtools.py sync | outputs [notebook ...] | list")
+        return 2
+    if argv[0] == "list":
+        print("\n".join(str(p.relative_to(ROOT)) for p in chapters()))
+        return 0
+    targets = [Path(a).resolve() for a in argv[1:]] or chapters()
+    for path in chapters():
+        if sync_bootstrap(path):
+            print(f"synced the Colab bootstrap URL in {path.relative_to(ROOT)}")
+    if argv[0] == "outputs":
+        for path in targets:
+            seconds = execute(path)
+            print(f"{path.relative_to(ROOT)}: executed in {seconds:.1f} s")
+        dashboard = ROOT / "book" / "verification.ipynb"
+        if dashboard.exists() and dashboard not in targets:
+            execute(dashboard)
+            print("book/verification.ipynb: refreshed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
