@@ -1,0 +1,58 @@
+# Two commands do all set-up on a fresh machine: `make book` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.clbook-installed
+CHAPTERS = $(shell test -x $(BIN)/python && $(BIN)/python tools/nbtools.py list)
+NBVAL = $(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg -q
+
+.PHONY: book test unit notebooks structure outputs sync lab serve clean help
+
+help:
+	@echo "make book     build the HTML book into _build/html (sets up .venv first)"
+	@echo "make test     unit tests, nbval on every chapter (1 and 2 threads), structure tests"
+	@echo "make outputs  re-execute every chapter on the CPU and store outputs and widget state"
+	@echo "make lab      open JupyterLab in the virtual environment"
+	@echo "make serve    serve _build/html on http://127.0.0.1:8000"
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements.txt -e .
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (clbook)" > /dev/null
+	touch $(STAMP)
+
+book: $(STAMP)
+	rm -rf _build/html _build/.doctrees _build/jupyter_execute
+	$(BIN)/jupyter-book build . -W -n --keep-going
+	@echo "The book is in _build/html: open _build/html/index.html, or run 'make serve'."
+
+test: $(STAMP)
+	$(MAKE) --no-print-directory unit notebooks structure
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider -q tests/unit
+
+notebooks: $(STAMP)
+	mkdir -p _build
+	CLBOOK_THREADS=1 CLBOOK_DEVICE=$${CLBOOK_DEVICE:-cpu} CLBOOK_TIMES=_build/nbval-times-1.json $(NBVAL) $(CHAPTERS) book/verification.ipynb
+	CLBOOK_THREADS=2 CLBOOK_DEVICE=$${CLBOOK_DEVICE:-cpu} CLBOOK_TIMES=_build/nbval-times-2.json $(NBVAL) $(CHAPTERS)
+
+structure: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider -q tests/structure
+
+outputs: $(STAMP)
+	CLBOOK_DEVICE=cpu CLBOOK_THREADS=1 $(BIN)/python tools/nbtools.py outputs
+
+sync: $(STAMP)
+	$(BIN)/python tools/nbtools.py sync
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab book/
+
+serve:
+	$(BIN)/python -m http.server --bind 127.0.0.1 --directory _build/html 8000
+
+clean:
+	rm -rf _build

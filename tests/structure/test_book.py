@@ -1,0 +1,125 @@
+"""The book against its design (shared design/BOOK.md): every chapter in _toc.yml is checked."""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import nbtools  # noqa: E402
+
+CHAPTERS = nbtools.chapters()
+IDS = [p.stem for p in CHAPTERS]
+LABEL = r"(?:acl|nonlin|esser|pokle)-(?:def|asm|lem|thm|cor|prop|rem|conj|ex|eq)-[0-9A-Za-z.]+"
+BUDGET_SECONDS = 30.0
+
+
+def load(path):
+    return nbformat.read(path, as_version=4)
+
+
+def markdown(nb):
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def test_toc_lists_chapters():
+    assert CHAPTERS, "_toc.yml lists no chapter notebook"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
+def test_every_code_cell_has_stored_outputs_and_no_error(path):
+    nb = load(path)
+    for k, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or not cell.source.strip():
+            continue
+        assert cell.execution_count is not None, f"{path.name} cell {k} was not executed (run `make outputs`)"
+        assert not [o for o in cell.outputs if o.output_type == "error"], f"{path.name} cell {k} stores an error"
+        assert "NBVAL_" not in cell.source, f"{path.name} cell {k} uses an NBVAL_ comment; use a cell tag"
+        lines = [ln for ln in cell.source.splitlines() if ln.strip()]
+        assert len(lines) <= 25, f"{path.name} cell {k} has {len(lines)} lines (at most 25; move code into clbook)"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
+def test_results_are_stated_labelled_and_checked(path):
+    nb = load(path)
+    text = markdown(nb)
+    assert re.search(r"\{prf:(theorem|lemma|corollary|proposition)\}", text), f"{path.name} states no result"
+    labels = set(re.findall(r":label:\s*(" + LABEL + ")", text))
+    assert labels, f"{path.name}: no result carries a label in the book's convention"
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    checked = set(re.findall(r"verify\.check\(\s*f?[\"'](" + LABEL + ")[\"']", code))
+    assert labels <= checked, f"{path.name}: labelled results no verify.check names: {sorted(labels - checked)}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
+def test_anatomy(path):
+    nb = load(path)
+    text = markdown(nb)
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    assert "colab-bootstrap" in first_code.metadata.get("tags", []), "the first code cell must be the Colab bootstrap"
+    assert first_code.source == nbtools.bootstrap_source(), "Colab bootstrap URL differs from _config.yml (run `make sync`)"
+    assert len(re.findall(r"\{exercise(?:-start)?\}", text)) >= 3, "fewer than three exercises"
+    assert len(re.findall(r"\{solution(?:-start)?\}", text)) >= 3, "exercises need solutions"
+    panels = [c for c in nb.cells if c.cell_type == "code" and "widgets.panel(" in c.source]
+    assert panels, "no parameter panel"
+    for cell in panels:
+        assert "nbval-ignore-output" in cell.metadata.get("tags", []), "a panel cell must be tagged nbval-ignore-output"
+    assert any("widgets.static(" in c.source for c in nb.cells if c.cell_type == "code"), "a panel needs its static twin"
+    assert "verify.report(" in nb.cells[-1].source, "the last cell must show the chapter's checks (verify.report)"
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert not re.search(r";\s*$", cell.source.strip()), "a trailing ';' does not hide output under nbval"
+
+
+def _measured_times():
+    path = ROOT / "_build" / "nbval-times-1.json"
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())["seconds"]
+    return {Path(k).stem: v for k, v in data.items()}
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
+def test_chapter_within_budget(path):
+    """The chapter runs top to bottom in at most 30 s (from the nbval run of `make test`, else executed here)."""
+    times = _measured_times()
+    if times is not None and path.stem in times:
+        seconds = times[path.stem]
+    else:
+        seconds = nbtools.execute(path, write=False)
+    print(f"{path.stem}: {seconds:.1f} s")
+    assert seconds <= BUDGET_SECONDS, f"{path.name} took {seconds:.1f} s (budget {BUDGET_SECONDS} s)"
+
+
+def test_dashboard_lists_every_chapter():
+    import clbook
+
+    found = clbook.verify.collect(CHAPTERS)
+    for chapter in found:
+        assert chapter["records"], f"{chapter['path']} stores no check records (its last cell must be verify.report)"
+        assert all(r["passed"] for r in chapter["records"])
+
+
+def test_nbval_is_real(tmp_path):
+    """Alter one stored number in a copy of Chapter 1: nbval in strict mode must fail on it."""
+    source = CHAPTERS[0]
+    nb = load(source)
+    altered = False
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream" and "InfoNCE loss" in output.text:
+                new = re.sub(r"InfoNCE loss (\d+\.\d+)", lambda m: f"InfoNCE loss {float(m.group(1)) + 0.001:.4f}", output.text)
+                altered = new != output.text
+                output.text = new
+    assert altered, "found no stored number to alter in Chapter 1"
+    copy = tmp_path / source.name
+    nbformat.write(nb, copy)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
+                          "--nbval-sanitize-with", str(ROOT / "nbval_sanitize.cfg"), "-q", "--rootdir", str(tmp_path), str(copy)],
+                         cwd=source.parent, capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0, "nbval passed a notebook whose stored output was altered"
+    assert "InfoNCE loss" in run.stdout and "1 failed" in run.stdout, run.stdout[-2000:]
