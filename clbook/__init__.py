@@ -7,16 +7,18 @@ Modules by concept (see the book's API page):
 - :mod:`clbook.alpha`: pairwise importance and the min player;
 - :mod:`clbook.covariance`: contrastive covariance and energy;
 - :mod:`clbook.nets`: small encoders;
+- :mod:`clbook.data`, :mod:`clbook.dynamics`, :mod:`clbook.metrics`: data generators, training dynamics, measurements;
+- :mod:`clbook.experiments`: heavy experiments with committed results;
 - :mod:`clbook.verify`: checks and the records behind the Verification page;
 - :mod:`clbook.viz`, :mod:`clbook.widgets`: one figure style and parameter panels.
 """
-from . import alpha, config, covariance, losses, nets, verify, viz, widgets
+from . import alpha, config, covariance, data, dynamics, losses, metrics, nets, verify, viz, widgets
 from .config import current, generator, rand, randint, randn, setup, to_device
 from .verify import check
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "alpha", "config", "covariance", "losses", "nets", "verify", "viz", "widgets",
+    "alpha", "config", "covariance", "data", "dynamics", "losses", "metrics", "nets", "verify", "viz", "widgets",
     "setup", "current", "generator", "randn", "rand", "randint", "to_device", "check", "__version__",
 ]

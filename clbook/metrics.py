@@ -1,0 +1,6 @@
+"""Measurements of learned representations: max-cosine with its chance level, numerical and
+effective rank, alignment, linear probe and kNN (scikit-learn).
+"""
+from __future__ import annotations
+
+__all__: list[str] = []
