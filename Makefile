@@ -7,7 +7,7 @@ STAMP := $(VENV)/.clbook-installed
 CHAPTERS = $(shell test -x $(BIN)/python && $(BIN)/python tools/nbtools.py list)
 NBVAL = $(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg -q
 
-.PHONY: book test unit notebooks structure outputs sync lab serve clean help
+.PHONY: book test unit notebooks structure browser chromium outputs sync lab serve clean help
 
 help:
 	@echo "make book     build the HTML book into _build/html (sets up .venv first)"
@@ -15,6 +15,7 @@ help:
 	@echo "make outputs  re-execute every chapter on the CPU and store outputs and widget state"
 	@echo "make lab      open JupyterLab in the virtual environment"
 	@echo "make serve    serve _build/html on http://127.0.0.1:8000"
+	@echo "make browser  build the book and open every page in headless Chromium (screenshots in _build/screenshots)"
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,12 +25,13 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $(STAMP)
 
 book: $(STAMP)
+	bash tools/vendor.sh
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "The book is in _build/html: open _build/html/index.html, or run 'make serve'."
 
 test: $(STAMP)
-	$(MAKE) --no-print-directory unit notebooks structure
+	$(MAKE) --no-print-directory unit notebooks structure browser
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/unit
@@ -41,6 +43,13 @@ notebooks: $(STAMP)
 
 structure: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/structure
+
+# Debian's Chromium, driven by the playwright package (no browser download).
+chromium:
+	@command -v chromium > /dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null; }
+
+browser: $(STAMP) chromium book
+	$(BIN)/python -m pytest -p no:cacheprovider -q -s tests/browser
 
 outputs: $(STAMP)
 	CLBOOK_DEVICE=cpu CLBOOK_THREADS=1 $(BIN)/python tools/nbtools.py outputs

@@ -1,0 +1,125 @@
+"""Open every page of the built book in a real browser (Debian's Chromium driven by Playwright).
+
+Run after `jupyter-book build`. Serves _build/html on 127.0.0.1, blocks every request that
+leaves the machine, and fails on: a console error, a failed or 4xx/5xx request to the local
+server, math left unrendered or rendered with an error, a broken image, an unresolved
+cross-reference, a notebook page whose stored widget views render nothing. Saves a screenshot
+of every page under _build/screenshots/ and prints one line per page.
+"""
+import functools
+import http.server
+import json
+import os
+import shutil
+import statistics
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HTML = ROOT / "_build" / "html"
+SHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+playwright = pytest.importorskip("playwright.sync_api")
+
+PAGES = sorted(str(p.relative_to(HTML)) for p in HTML.rglob("*.html")
+               if not p.relative_to(HTML).parts[0].startswith(("_", "genindex", "search", "prf")) and p.name not in {"genindex.html", "search.html"}) if HTML.exists() else []
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not PAGES:
+        pytest.fail("no built book in _build/html: run `jupyter-book build .` first")
+    handler = functools.partial(_Quiet, directory=str(HTML))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is not installed (make test installs Debian's chromium)")
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        yield b
+        b.close()
+
+
+_summary = []
+
+INSPECT = """() => {
+  const math = document.querySelectorAll('.math, span.math, div.math');
+  const rendered = document.querySelectorAll('mjx-container');
+  const errors = document.querySelectorAll('mjx-merror, merror, .MathJax_Error');
+  const rawTex = [...math].filter(el => !el.querySelector('mjx-container') && /\\\\[a-zA-Z]+/.test(el.textContent)).length;
+  const broken = [...document.images].filter(img => img.complete && img.naturalWidth === 0).map(img => img.src);
+  const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
+  const widgets = document.querySelectorAll('.jupyter-widgets, .widget-slider, .widget-dropdown, .widget-checkbox').length;
+  const unresolved = [...document.querySelectorAll('span.xref, .problematic')].map(el => el.textContent).slice(0, 5);
+  return {math: math.length, rendered: rendered.length, errors: errors.length, rawTex, broken, views, widgets, unresolved};
+}"""
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page(page, server, browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    console, failed, external = [], [], []
+
+    def route(r):
+        if r.request.url.startswith(server):
+            return r.continue_()
+        external.append(r.request.url)
+        return r.abort()
+
+    context.route("**/*", route)
+    tab = context.new_page()
+    tab.on("console", lambda m: console.append(m.text) if m.type == "error" and not m.text.startswith("Failed to load resource: net::ERR_FAILED") else None)
+    tab.on("pageerror", lambda e: console.append(f"uncaught: {e}"))
+    tab.on("requestfailed", lambda r: failed.append(r.url) if r.url.startswith(server) else None)
+    tab.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.url.startswith(server) and r.status >= 400 else None)
+    start = time.perf_counter()
+    tab.goto(f"{server}/{page}", wait_until="load")
+    tab.wait_for_function("() => !window.MathJax || !window.MathJax.startup || window.MathJax.startup.promise", timeout=20000)
+    tab.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+    has_views = tab.evaluate("() => document.querySelectorAll('script[type=\"application/vnd.jupyter.widget-view+json\"]').length")
+    if has_views:
+        tab.wait_for_selector(".jupyter-widgets", timeout=20000)
+    seconds = time.perf_counter() - start
+    info = tab.evaluate(INSPECT)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=str(SHOTS / (page.replace("/", "__").replace(".html", ".png"))), full_page=False)
+    context.close()
+    line = (f"{page}: {seconds * 1000:.0f} ms, formulas {info['rendered']}/{info['math']} rendered, "
+            f"widgets {info['widgets']} rendered for {info['views']} stored views")
+    print(line)
+    _summary.append({"page": page, "ms": round(seconds * 1000), **info, "external_blocked": external})
+    assert not console, f"{page}: console errors: {console[:5]}"
+    assert not failed, f"{page}: failed local requests: {failed[:5]}"
+    assert info["errors"] == 0, f"{page}: {info['errors']} formulas rendered with an error"
+    assert info["rawTex"] == 0, f"{page}: {info['rawTex']} formulas left as raw LaTeX"
+    assert info["rendered"] >= info["math"], f"{page}: only {info['rendered']} of {info['math']} formulas rendered"
+    assert not info["broken"], f"{page}: broken images {info['broken'][:3]}"
+    assert not info["unresolved"], f"{page}: unresolved cross-references {info['unresolved']}"
+    if info["views"]:
+        assert info["widgets"] > 0, f"{page}: {info['views']} stored widget views but no widget rendered"
+
+
+def teardown_module(module):
+    if _summary:
+        times = [row["ms"] for row in _summary]
+        report = {"pages": len(_summary), "median_ms": statistics.median(times), "pages_detail": _summary}
+        (ROOT / "_build" / "browser-report.json").write_text(json.dumps(report, indent=1))
+        print(f"\n{len(_summary)} pages, median load {statistics.median(times):.0f} ms; screenshots in {SHOTS.relative_to(ROOT)}")
