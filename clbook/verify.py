@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-__all__ = ["CheckRecord", "check", "records", "clear", "report", "collect", "LABEL_PATTERN", "format_number", "format_error"]
+__all__ = ["CheckRecord", "check", "records", "clear", "report", "collect", "LABEL_PATTERN", "format_number", "format_error", "chapters_in_toc"]
 
 LABEL_PATTERN = re.compile(r"^(acl|nonlin|esser|pokle)-(def|asm|lem|thm|cor|prop|rem|conj|ex|eq)-[0-9A-Za-z.]+$")
 PAPERS = {"acl": "Tian 2022 (α-CL)", "nonlin": "Tian 2023 (nonlinearity)", "esser": "Esser et al. 2023", "pokle": "Pokle et al. 2022"}
@@ -220,6 +220,18 @@ def report(chapter: str) -> Report:
     if not _records:
         raise AssertionError(f"{chapter}: no check has passed; a chapter must validate its results.")
     return Report(chapter, records(), time.perf_counter() - current().started)
+
+
+def chapters_in_toc(toc) -> list[Path]:
+    """The chapter notebooks a Jupyter Book ``_toc.yml`` lists, in order (the dashboard itself excluded)."""
+    toc = Path(toc)
+    root = toc.parent
+    out = []
+    for name in re.findall(r"^\s*-?\s*(?:file|root):\s*([^\s#]+)", toc.read_text(encoding="utf-8"), flags=re.M):
+        path = root / (name if name.endswith(".ipynb") else name + ".ipynb")
+        if path.is_file() and path.stem != "verification":
+            out.append(path)
+    return out
 
 
 def collect(paths) -> list[dict]:

@@ -55,3 +55,11 @@ def test_report_metadata_roundtrip(tmp_path):
     path.write_text(json.dumps(notebook))
     (found,) = verify.collect([path])
     assert found["chapter"] == "Chapter X" and found["records"][0]["label"] == "pokle-cor-1" and found["seconds"] >= 0
+
+
+def test_chapters_in_toc(tmp_path):
+    (tmp_path / "book").mkdir()
+    for name in ("ch01.ipynb", "verification.ipynb", "notes.md"):
+        (tmp_path / "book" / name).write_text("{}")
+    (tmp_path / "_toc.yml").write_text("root: book/notes\nchapters:\n  - file: book/ch01\n  - file: book/verification\n  - file: book/missing\n")
+    assert [p.name for p in verify.chapters_in_toc(tmp_path / "_toc.yml")] == ["ch01.ipynb"]
