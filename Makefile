@@ -7,11 +7,12 @@ STAMP := $(VENV)/.clbook-installed
 CHAPTERS = $(shell test -x $(BIN)/python && $(BIN)/python tools/nbtools.py list)
 NBVAL = $(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg -q
 
-.PHONY: book test unit notebooks structure browser chromium outputs sync lab serve clean help
+.PHONY: book test unit notebooks structure assignments-test assignments browser chromium outputs sync lab serve clean help
 
 help:
 	@echo "make book     build the HTML book into _build/html (sets up .venv first)"
 	@echo "make test     unit tests, nbval on every chapter (1 and 2 threads), structure tests"
+	@echo "make assignments  build the graded assignments (student notebooks, autograders) into _build/assignments"
 	@echo "make outputs  re-execute every chapter on the CPU and store outputs and widget state"
 	@echo "make lab      open JupyterLab in the virtual environment"
 	@echo "make serve    serve _build/html on http://127.0.0.1:8000"
@@ -31,7 +32,7 @@ book: $(STAMP)
 	@echo "The book is in _build/html: open _build/html/index.html, or run 'make serve'."
 
 test: $(STAMP)
-	$(MAKE) --no-print-directory unit notebooks structure browser
+	$(MAKE) --no-print-directory unit notebooks structure assignments-test browser
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/unit
@@ -43,6 +44,14 @@ notebooks: $(STAMP)
 
 structure: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/structure
+
+# The graded assignments (otter-grader): build them, and check that each autograder gives the solution full
+# marks, the blank student notebook zero, and catches a wrong answer.
+assignments: $(STAMP)
+	$(BIN)/python tools/assignments.py build
+
+assignments-test: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider -q tests/assignments
 
 # Debian's Chromium, driven by the playwright package (no browser download).
 chromium:
