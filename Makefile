@@ -7,7 +7,7 @@ STAMP := $(VENV)/.clbook-installed
 CHAPTERS = $(shell test -x $(BIN)/python && $(BIN)/python tools/nbtools.py list)
 NBVAL = $(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg -q
 
-.PHONY: book test unit notebooks structure assignments-test assignments browser chromium outputs sync lab serve clean help
+.PHONY: book test lint unit notebooks structure assignments-test assignments browser chromium outputs sync lab serve clean help
 
 help:
 	@echo "make book     build the HTML book into _build/html (sets up .venv first)"
@@ -32,7 +32,11 @@ book: $(STAMP)
 	@echo "The book is in _build/html: open _build/html/index.html, or run 'make serve'."
 
 test: $(STAMP)
-	$(MAKE) --no-print-directory unit notebooks structure assignments-test browser
+	$(MAKE) --no-print-directory lint unit notebooks structure assignments-test browser
+
+# ruff on the package, the tests, the tools and every notebook cell.
+lint: $(STAMP)
+	$(BIN)/ruff check clbook tests tools book
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/unit

@@ -50,7 +50,7 @@ class MLP(nn.Module):
         device = state.device if device is None else device
         dtype = state.dtype if dtype is None else dtype
         layers = []
-        for k, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        for k, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
             linear = nn.Linear(fan_in, fan_out, bias=bias, device=device, dtype=dtype)
             with torch.no_grad():
                 linear.weight.copy_(randn(fan_out, fan_in, generator=generator, device=device, dtype=dtype)

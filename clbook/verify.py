@@ -22,7 +22,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-__all__ = ["CheckRecord", "check", "records", "clear", "report", "collect", "LABEL_PATTERN", "format_number", "format_error", "chapters_in_toc"]
+__all__ = [
+    "CheckRecord", "check", "records", "clear", "report", "collect", "LABEL_PATTERN", "format_number", "format_error", "chapters_in_toc",
+]
 
 LABEL_PATTERN = re.compile(r"^(acl|nonlin|esser|pokle)-(def|asm|lem|thm|cor|prop|rem|conj|ex|eq)-[0-9A-Za-z.]+$")
 PAPERS = {"acl": "Tian 2022 (α-CL)", "nonlin": "Tian 2023 (nonlinearity)", "esser": "Esser et al. 2023", "pokle": "Pokle et al. 2022"}

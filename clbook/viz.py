@@ -60,7 +60,7 @@ class Table:
 
     def __repr__(self) -> str:
         widths = [max(len(r[k]) for r in [self.header, *self.rows]) for k in range(len(self.header))]
-        line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+        line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
         return "\n".join([line(self.header), line(["-" * w for w in widths]), *map(line, self.rows)])
 
     def _repr_html_(self) -> str:

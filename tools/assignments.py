@@ -38,7 +38,8 @@ def build(master: Path) -> Path:
     target = OUT / master.stem
     shutil.rmtree(target, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
-    run = subprocess.run([*OTTER, "assign", str(master), str(target)], capture_output=True, text=True, env=_env(), cwd=master.parent)
+    run = subprocess.run([*OTTER, "assign", str(master), str(target)],
+                         capture_output=True, text=True, env=_env(), cwd=master.parent)
     if run.returncode != 0:
         raise RuntimeError(f"otter assign failed on {master.name}:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
     return target
@@ -73,7 +74,8 @@ def main(argv: list[str]) -> int:
         for master in masters():
             target = build(master)
             student = next((target / "student").glob("*.ipynb"))
-            print(f"{master.name}: student notebook {student.relative_to(ROOT)}, autograder {autograder_zip(target).relative_to(ROOT)}")
+            grader = autograder_zip(target).relative_to(ROOT)
+            print(f"{master.name}: student notebook {student.relative_to(ROOT)}, autograder {grader}")
         return 0
     if len(argv) == 3 and argv[0] == "grade":
         target = OUT / argv[1]

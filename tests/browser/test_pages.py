@@ -9,7 +9,6 @@ of every page under _build/screenshots/ and prints one line per page.
 import functools
 import http.server
 import json
-import os
 import shutil
 import statistics
 import threading
@@ -26,7 +25,8 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 playwright = pytest.importorskip("playwright.sync_api")
 
 PAGES = sorted(str(p.relative_to(HTML)) for p in HTML.rglob("*.html")
-               if not p.relative_to(HTML).parts[0].startswith(("_", "genindex", "search", "prf")) and p.name not in {"genindex.html", "search.html"}) if HTML.exists() else []
+               if not p.relative_to(HTML).parts[0].startswith(("_", "genindex", "search", "prf"))
+               and p.name not in {"genindex.html", "search.html"}) if HTML.exists() else []
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -86,7 +86,8 @@ def test_page(page, server, browser):
 
     context.route("**/*", route)
     tab = context.new_page()
-    tab.on("console", lambda m: console.append(m.text) if m.type == "error" and not m.text.startswith("Failed to load resource: net::ERR_FAILED") else None)
+    blocked = "Failed to load resource: net::ERR_FAILED"
+    tab.on("console", lambda m: console.append(m.text) if m.type == "error" and not m.text.startswith(blocked) else None)
     tab.on("pageerror", lambda e: console.append(f"uncaught: {e}"))
     tab.on("requestfailed", lambda r: failed.append(r.url) if r.url.startswith(server) else None)
     tab.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.url.startswith(server) and r.status >= 400 else None)
@@ -94,7 +95,8 @@ def test_page(page, server, browser):
     tab.goto(f"{server}/{page}", wait_until="load")
     tab.wait_for_function("() => !window.MathJax || !window.MathJax.startup || window.MathJax.startup.promise", timeout=20000)
     tab.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
-    has_views = tab.evaluate("() => document.querySelectorAll('script[type=\"application/vnd.jupyter.widget-view+json\"]').length")
+    views = "script[type=\"application/vnd.jupyter.widget-view+json\"]"
+    has_views = tab.evaluate(f"() => document.querySelectorAll('{views}').length")
     if has_views:
         tab.wait_for_selector(".jupyter-widgets", timeout=20000)
     seconds = time.perf_counter() - start

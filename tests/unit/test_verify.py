@@ -61,5 +61,6 @@ def test_chapters_in_toc(tmp_path):
     (tmp_path / "book").mkdir()
     for name in ("ch01.ipynb", "verification.ipynb", "notes.md"):
         (tmp_path / "book" / name).write_text("{}")
-    (tmp_path / "_toc.yml").write_text("root: book/notes\nchapters:\n  - file: book/ch01\n  - file: book/verification\n  - file: book/missing\n")
+    toc = "root: book/notes\nchapters:\n  - file: book/ch01\n  - file: book/verification\n  - file: book/missing\n"
+    (tmp_path / "_toc.yml").write_text(toc)
     assert [p.name for p in verify.chapters_in_toc(tmp_path / "_toc.yml")] == ["ch01.ipynb"]
