@@ -5,6 +5,7 @@ the solution must score full marks, the unanswered student notebook zero, and a 
 wrong answer (a mutant below) must lose points on that question and only on it.
 """
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -38,10 +39,16 @@ def built(request):
     return request.param, assignments.build(master)
 
 
-def _grade(target, nb, tmp_path, name):
-    path = tmp_path / name
-    nbformat.write(nb, path)
-    return assignments.grade(target, path)
+def _grade_all(target, notebooks, tmp_path):
+    """Grade several notebooks, two at a time (each ``otter run`` is mostly kernel start-up)."""
+    paths = []
+    for k, nb in enumerate(notebooks):
+        folder = tmp_path / f"submission{k}"
+        folder.mkdir()
+        paths.append(folder / f"{target.name}.ipynb")
+        nbformat.write(nb, paths[-1])
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(lambda path: assignments.grade(target, path), paths))
 
 
 def test_every_master_has_mutants():
@@ -51,17 +58,18 @@ def test_every_master_has_mutants():
 def test_solution_full_marks_student_zero_mutants_caught(built, tmp_path):
     name, target = built
     solution = nbformat.read(target / "autograder" / f"{name}.ipynb", as_version=4)
-    scores = _grade(target, solution, tmp_path, f"{name}.ipynb")
-    assert scores and all(score == out_of > 0 for score, out_of in scores.values()), f"solution lost points: {scores}"
     student = nbformat.read(target / "student" / f"{name}.ipynb", as_version=4)
-    blank = _grade(target, student, tmp_path, f"{name}.ipynb")
-    assert all(score == 0 for score, _ in blank.values()), f"the unanswered notebook scored: {blank}"
+    mutants = []
     for question, right, wrong in MUTANTS[name]:
         mutant = nbformat.read(target / "autograder" / f"{name}.ipynb", as_version=4)
         cells = [c for c in mutant.cells if c.cell_type == "code" and right in c.source]
         assert len(cells) == 1, f"{name}: the solution text of {question} changed; update the mutant"
         cells[0].source = cells[0].source.replace(right, wrong)
-        got = _grade(target, mutant, tmp_path, f"{name}.ipynb")
+        mutants.append(mutant)
+    scores, blank, *graded = _grade_all(target, [solution, student, *mutants], tmp_path)
+    assert scores and all(score == out_of > 0 for score, out_of in scores.values()), f"solution lost points: {scores}"
+    assert set(blank) == set(scores) and all(score == 0 for score, _ in blank.values()), f"the unanswered notebook scored: {blank}"
+    for (question, _, _), got in zip(MUTANTS[name], graded, strict=True):
         assert got[question][0] < got[question][1], f"{name}: the grader missed a wrong answer to {question}: {got}"
         others = {q: s for q, s in got.items() if q != question}
         assert all(s == m for s, m in others.values()), f"{name}: a wrong {question} cost points elsewhere: {got}"
