@@ -1,0 +1,338 @@
+r"""Sec. 5 of Tian (2023): two-layer networks trained with InfoNCE on the hierarchical token generator.
+
+The setting (paper, with the authors' code where the paper is silent; ``luckmatters/ssl/real-dataset/bn_gen.py``
+and the README's command for the paper):
+
+* data: :func:`clbook.data.hierarchical.make_worlds` with :math:`d = 20` tokens, :math:`K = 10` positions,
+  :math:`G = 40` generators of 5 fixed positions, :math:`P` candidates per position (paper);
+* network: per position :math:`M = \beta P` filters without bias, PyTorch's default initialisation, an activation,
+  optionally BatchNorm over the :math:`KM` hidden units (statistics of each view's batch, with or without
+  back-propagation through the mean and the variance), a top layer to ``output_dim = 50`` (code/README);
+* loss: outputs ℓ2-normalised, logits :math:`z_1[i]^\top z_1[j]` with the diagonal replaced by :math:`z_1[i]^\top z_2[i]`,
+  cross-entropy at temperature :math:`T = 0.1` (code), or the code's quadratic loss;
+* SGD with momentum 0.9 and weight decay :math:`5\times10^{-3}` (paper), learning rate 0.02 (README; the paper says
+  :math:`2\times10^{-3}`), batch 128, 5000 steps (paper).
+
+All variants (activation, loss, BatchNorm rule) and seeds of one :math:`(\beta, P)` train together: the
+parameters of every run are stacked on leading axes, runs with the same seed share their world, their
+initial weights and every batch (as in the authors' code, where the seed fixes all three), and SGD, being
+elementwise, updates the stack exactly as it would update each run alone. A run whose loss turns NaN keeps
+its last finite weights and stops (the code does the same).
+
+Command line: ``python -m clbook.experiments.hierarchical table1|fig4|bench [--quick]``; results with
+provenance are written to ``book/data/hierarchical/``. Used in Chapter 10.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing
+import platform
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from .._validate import check_choice, check_int, check_positive
+from ..data.hierarchical import make_worlds, matching_scores, sample_tokens
+
+__all__ = ["Variant", "TrainResult", "train", "table1", "fig4", "bench", "main", "DATA", "BN_RULES", "ACTIVATIONS"]
+
+DATA = Path(__file__).resolve().parents[2] / "book" / "data" / "hierarchical"
+ACTIVATIONS = ("relu", "linear", "leakyrelu", "quadratic")
+LOSSES = ("infonce", "quadratic")
+BN_RULES = {  # name: (use BatchNorm, back-propagate through the mean, through the variance)
+    "none": (False, False, False),
+    "neither": (True, False, False),
+    "var": (True, False, True),
+    "mean": (True, True, False),
+    "both": (True, True, True),
+}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One network/loss choice: ``activation`` in ACTIVATIONS, ``loss`` in (infonce, quadratic), ``bn`` in BN_RULES."""
+
+    activation: str = "relu"
+    loss: str = "infonce"
+    bn: str = "mean"
+
+    def __post_init__(self):
+        check_choice("activation", self.activation, ACTIVATIONS)
+        check_choice("loss", self.loss, LOSSES)
+        check_choice("bn", self.bn, tuple(BN_RULES))
+
+
+@dataclass
+class TrainResult:
+    """Matching scores per variant and seed (``[V][S]`` lists), and the run's bookkeeping."""
+
+    variants: list[Variant]
+    seeds: list[int]
+    settings: dict
+    chi_plus: list[list[float]]
+    chi_minus: list[list[float]]
+    final_loss: list[list[float]]
+    stopped_at: list[list[int | None]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _activate(h: torch.Tensor, activation: str) -> torch.Tensor:
+    if activation == "relu":
+        return F.relu(h)
+    if activation == "leakyrelu":
+        return F.leaky_relu(h, 0.05)
+    if activation == "quadratic":
+        return h * h
+    return h
+
+
+class _Stack:
+    """Per-variant switches as tensors broadcastable against ``[V, S, n, ...]``."""
+
+    def __init__(self, variants):
+        self.variants = variants
+        flag = lambda values: torch.tensor(values).view(-1, 1, 1, 1)  # noqa: E731
+        self.use_bn = flag([BN_RULES[v.bn][0] for v in variants])
+        self.through_mean = flag([BN_RULES[v.bn][1] for v in variants])
+        self.through_var = flag([BN_RULES[v.bn][2] for v in variants])
+        self.infonce = torch.tensor([v.loss == "infonce" for v in variants]).view(-1, 1)
+        self.groups = {a: [k for k, v in enumerate(variants) if v.activation == a] for a in {v.activation for v in variants}}
+
+    def activate(self, h):
+        if len(self.groups) == 1:
+            return _activate(h, next(iter(self.groups)))
+        out = [None] * h.shape[0]
+        for activation, members in self.groups.items():
+            for k in members:
+                out[k] = _activate(h[k], activation)
+        return torch.stack(out)
+
+    def batchnorm(self, y):
+        mean = y.mean(dim=-2, keepdim=True)
+        centred = y - torch.where(self.through_mean, mean, mean.detach())
+        var = centred.square().mean(dim=-2, keepdim=True)  # biased, as BatchNorm; no gradient to the mean (it sums to 0)
+        scale = (torch.where(self.through_var, var, var.detach()) + 1e-5).rsqrt()
+        return torch.where(self.use_bn, centred * scale, y)
+
+
+def _forward(tokens, mags, W1, W2, stack):
+    r"""Token ids ``[S, n, K]`` -> ℓ2-normalised outputs ``[V, S, n, out]``.
+
+    The inputs are one-hot embeddings scaled by ``mags``, so :math:`\mathbf w_{km}^\top\mathbf x_k` is a lookup of
+    ``W1 [V, S, K, d, M]`` at the token, times its magnitude (no matrix product with zeros).
+    """
+    S, n, K = tokens.shape
+    h = W1[:, torch.arange(S).view(S, 1, 1), torch.arange(K).view(1, 1, K), tokens] * mags[tokens].unsqueeze(-1)
+    y = stack.batchnorm(stack.activate(h).reshape(*h.shape[:3], -1))
+    return F.normalize(y @ W2.transpose(-1, -2), dim=-1)
+
+
+def _loss(z1, z2, stack, temperature):
+    """Loss per run ``[V, S]``: the authors' InfoNCE (negatives from the first view) or their quadratic loss."""
+    logits = z1 @ z1.transpose(-1, -2)
+    positive = (z1 * z2).sum(-1)
+    logits = (logits - torch.diag_embed(logits.diagonal(dim1=-2, dim2=-1)) + torch.diag_embed(positive)) / temperature
+    V, S, n, _ = logits.shape
+    labels = torch.arange(n).repeat(V * S)
+    ce = F.cross_entropy(logits.reshape(-1, n), labels, reduction="none").reshape(V, S, n).mean(-1)
+    quadratic = -(1 + 1 / n) * logits.diagonal(dim1=-2, dim2=-1).mean(-1) + logits.mean(dim=(-2, -1))
+    return torch.where(stack.infonce, ce, quadratic)
+
+
+def train(variants, seeds, *, beta: int, candidates: int, zeta: float = 1.0, steps: int = 5000, batch: int = 128,
+          lr: float = 0.02, momentum: float = 0.9, weight_decay: float = 5e-3, temperature: float = 0.1,
+          output_dim: int = 50, num_tokens: int = 20, num_positions: int = 10, num_generators: int = 40,
+          pattern_len: int = 5, dtype: torch.dtype = torch.float32, progress: bool = False) -> TrainResult:
+    r"""Train every ``variant`` with every seed at one :math:`(\beta, P)`, as one batched computation.
+
+    Parameters
+    ----------
+    variants : sequence of Variant
+    seeds : sequence of int
+        Each seed fixes a world, the initial weights and the batches, shared by all variants.
+    beta, candidates : int
+        Over-parameterisation :math:`\beta` and candidates per position :math:`P`; :math:`M = \beta P` filters.
+    zeta : float
+        Token-magnitude non-uniformity (App. E.2 uses 2, 5, 10).
+    """
+    variants = list(variants)
+    if not variants or not all(isinstance(v, Variant) for v in variants):
+        raise TypeError("variants must be a non-empty sequence of Variant.")
+    seeds = [check_int("seeds[k]", s, 0) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds must name at least one seed.")
+    beta = check_int("beta", beta, 1)
+    P = check_int("candidates", candidates, 1, num_tokens)
+    steps = check_int("steps", steps, 1)
+    n = check_int("batch", batch, 2)
+    for name, value in (("lr", lr), ("temperature", temperature)):
+        check_positive(name, value)
+    start = time.perf_counter()
+    worlds = make_worlds(seeds, num_tokens=num_tokens, num_positions=num_positions, candidates_per_position=P,
+                         num_generators=num_generators, pattern_len=pattern_len, zeta=zeta)
+    V, S, K, d, M = len(variants), len(seeds), num_positions, num_tokens, beta * P
+    W1_init, W2_init = [], []
+    for seed in seeds:  # PyTorch's default nn.Linear initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+        gen = torch.Generator().manual_seed(10_000 + seed)
+        W1_init.append((torch.rand(K, M, d, generator=gen) * 2 - 1) / math.sqrt(d))
+        W2_init.append((torch.rand(output_dim, K * M, generator=gen) * 2 - 1) / math.sqrt(K * M))
+    W1 = torch.stack(W1_init).transpose(-1, -2).to(dtype).expand(V, S, K, d, M).clone().requires_grad_()
+    W2 = torch.stack(W2_init).to(dtype).expand(V, S, output_dim, K * M).clone().requires_grad_()
+    stack = _Stack(variants)
+    mags = worlds.magnitudes.to(dtype)
+    opt = torch.optim.SGD([W1, W2], lr=lr, momentum=momentum, weight_decay=weight_decay)
+    alive = torch.ones(V, S, dtype=torch.bool)
+    stopped: list[list[int | None]] = [[None] * S for _ in variants]
+    last = torch.zeros(V, S)
+    single = [worlds.select(s) for s in range(S)]
+    data_gens = [torch.Generator().manual_seed(20_000 + seed) for seed in seeds]
+    for step in tqdm(range(steps), disable=not progress, desc=f"β={beta} P={P}", leave=False):
+        draws = [sample_tokens(w, n, generator=g) for w, g in zip(single, data_gens, strict=True)]
+        t1, t2 = torch.cat([x[0] for x in draws]), torch.cat([x[1] for x in draws])
+        opt.zero_grad(set_to_none=False)
+        per_run = _loss(_forward(t1, mags, W1, W2, stack), _forward(t2, mags, W1, W2, stack), stack, temperature)
+        finite = torch.isfinite(per_run.detach())
+        for v, s in torch.nonzero(alive & ~finite).tolist():
+            alive[v, s], stopped[v][s] = False, step
+        if not alive.any():
+            break
+        last = torch.where(finite, per_run.detach().float(), last)
+        torch.where(alive, per_run, torch.zeros_like(per_run)).sum().backward()
+        frozen = None
+        with torch.no_grad():
+            if not alive.all():
+                mask = alive.to(dtype)
+                W1.grad.nan_to_num_(0.0).mul_(mask.view(V, S, 1, 1, 1))
+                W2.grad.nan_to_num_(0.0).mul_(mask.view(V, S, 1, 1))
+                frozen = (W1.detach().clone(), W2.detach().clone())
+        opt.step()
+        if frozen is not None:
+            with torch.no_grad():  # stopped runs keep their weights (weight decay and momentum would still move them)
+                W1[~alive], W2[~alive] = frozen[0][~alive], frozen[1][~alive]
+    used = worlds.used_tokens()
+    filters = W1.detach().transpose(-1, -2)  # [V, S, K, M, d]
+    chi_plus, chi_minus = [], []
+    for v, variant in enumerate(variants):
+        plus, minus = matching_scores(filters[v], used, absolute=variant.activation == "linear")
+        chi_plus.append(plus.tolist())
+        chi_minus.append(minus.tolist())
+    settings = dict(beta=beta, candidates=P, zeta=zeta, steps=steps, batch=n, lr=lr, momentum=momentum,
+                    weight_decay=weight_decay, temperature=temperature, output_dim=output_dim, num_tokens=num_tokens,
+                    num_positions=num_positions, num_generators=num_generators, pattern_len=pattern_len, dtype=str(dtype))
+    return TrainResult(variants, seeds, settings, chi_plus, chi_minus, last.tolist(), stopped, time.perf_counter() - start)
+
+
+def _provenance(command: str, seconds: float) -> dict:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=DATA.parents[2]).stdout.strip()
+    except OSError:
+        commit = "unknown"
+    return dict(command=command, commit=commit, date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                seconds=round(seconds, 1), machine=f"{platform.machine()}, {multiprocessing.cpu_count()} cores",
+                python=platform.python_version(), torch=torch.__version__)
+
+
+def _record(result: TrainResult) -> list[dict]:
+    rows = []
+    for v, variant in enumerate(result.variants):
+        for s, seed in enumerate(result.seeds):
+            rows.append(dict(**asdict(variant), seed=seed, beta=result.settings["beta"], candidates=result.settings["candidates"],
+                             zeta=result.settings["zeta"], chi_plus=round(result.chi_plus[v][s], 4),
+                             chi_minus=round(result.chi_minus[v][s], 4), final_loss=round(result.final_loss[v][s], 4),
+                             stopped_at=result.stopped_at[v][s]))
+    return rows
+
+
+def _train_record(job):
+    variants, seeds, beta, P, zeta, steps, threads = job
+    torch.set_num_threads(threads)
+    return _record(train(variants, seeds, beta=beta, candidates=P, zeta=zeta, steps=steps))
+
+
+def _sweep(variants, *, betas, candidates, zeta, seeds, steps, desc, workers=2):
+    """Every (β, P) of the grid, the largest first, on ``workers`` processes of one torch thread each."""
+    grid = sorted(((b, p) for b in betas for p in candidates), key=lambda bp: -bp[0] * bp[1])
+    jobs = [(variants, list(seeds), b, p, zeta, steps, 1) for b, p in grid]
+    rows = []
+    if workers == 1:
+        for job in tqdm(jobs, desc=desc):
+            rows += _train_record(job)
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            for part in tqdm(pool.map(_train_record, jobs), total=len(jobs), desc=desc):
+                rows += part
+    rows.sort(key=lambda r: (r["beta"], r["candidates"]))
+    probe = train(variants[:1], seeds[:1], beta=1, candidates=1, zeta=zeta, steps=1)
+    settings = {k: v for k, v in probe.settings.items() if k not in ("beta", "candidates", "steps")} | dict(steps=steps)
+    return rows, settings
+
+
+def table1(*, quick: bool = False, seeds=(1, 2, 3)) -> dict:
+    """App. E.2, Table 1: ReLU, InfoNCE, ζ = 10, the four BatchNorm back-propagation rules, β, P ∈ {1,2,5,10} × {1,3,5,10}."""
+    start = time.perf_counter()
+    variants = [Variant("relu", "infonce", bn) for bn in ("neither", "var", "mean", "both")]
+    betas, cands, steps = ((1, 5), (1, 5), 300) if quick else ((1, 2, 5, 10), (1, 3, 5, 10), 5000)
+    rows, settings = _sweep(variants, betas=betas, candidates=cands, zeta=10.0, seeds=seeds, steps=steps, desc="Table 1")
+    provenance = _provenance(f"table1 quick={quick}", time.perf_counter() - start)
+    return dict(experiment="table1", settings=settings, rows=rows, provenance=provenance)
+
+
+def fig4(*, quick: bool = False, seeds=(1, 2, 3)) -> dict:
+    """Sec. 5, Fig. 4 (and App. E.2, Figs 9-10): four activations × two losses, mean-backprop BatchNorm, ζ = 1."""
+    start = time.perf_counter()
+    variants = [Variant(a, loss, "mean") for loss in LOSSES for a in ACTIVATIONS]
+    betas, cands, steps = ((1, 5), (1, 3), 300) if quick else ((1, 2, 5, 10), (1, 3, 5, 10), 5000)
+    rows, settings = _sweep(variants, betas=betas, candidates=cands, zeta=1.0, seeds=seeds, steps=steps, desc="Fig. 4")
+    provenance = _provenance(f"fig4 quick={quick}", time.perf_counter() - start)
+    return dict(experiment="fig4", settings=settings, rows=rows, provenance=provenance)
+
+
+REFERENCE_MS_PER_ITERATION = 21.0
+"""The authors' ``bn_gen.py`` at the README's Sec. 5 setting, one run, one thread, measured on this project's 2-core machine."""
+
+
+def bench(*, steps: int = 200) -> dict:
+    """Time a fixed slice (β = 5, P = 5, the four BatchNorm rules × 3 seeds = 12 runs) against the authors' 21 ms per iteration."""
+    steps = check_int("steps", steps, 1)
+    variants = [Variant("relu", "infonce", bn) for bn in ("neither", "var", "mean", "both")]
+    train(variants, [1, 2, 3], beta=5, candidates=5, zeta=10.0, steps=5)  # warm-up
+    result = train(variants, [1, 2, 3], beta=5, candidates=5, zeta=10.0, steps=steps)
+    runs = len(variants) * 3
+    ms = 1000 * result.seconds / steps / runs
+    return dict(experiment="bench", runs=runs, steps=steps, seconds=round(result.seconds, 2),
+                ms_per_iteration_per_run=round(ms, 3), reference_ms_per_iteration=REFERENCE_MS_PER_ITERATION,
+                speedup=round(REFERENCE_MS_PER_ITERATION / ms, 1), provenance=_provenance(f"bench steps={steps}", result.seconds))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m clbook.experiments.hierarchical", description=__doc__.split("\n")[0])
+    parser.add_argument("experiment", choices=["table1", "fig4", "bench"])
+    parser.add_argument("--quick", action="store_true", help="a small version (seconds), written under a quick- name")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--out", type=Path, default=DATA)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    if args.experiment == "bench":
+        data = bench(steps=50 if args.quick else 200)
+    else:
+        data = (table1 if args.experiment == "table1" else fig4)(quick=args.quick)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"{'quick-' if args.quick else ''}{args.experiment}.json"
+    path.write_text(json.dumps(data, indent=1))
+    print(f"wrote {path} ({data['provenance']['seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

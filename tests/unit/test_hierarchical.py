@@ -1,0 +1,111 @@
+"""clbook.data.hierarchical and clbook.experiments.hierarchical: the Sec. 5 generator, Eq. 16, batched training."""
+import pytest
+import torch
+
+from clbook.data import hierarchical as hg
+from clbook.experiments import hierarchical as hx
+
+
+@pytest.fixture(scope="module")
+def worlds():
+    return hg.make_worlds([1, 2, 3], candidates_per_position=3, zeta=2.0)
+
+
+def test_world_structure(worlds):
+    S, G, K = worlds.patterns.shape
+    assert (S, G, K) == (3, 40, 10) and worlds.candidates.shape == (3, 10, 3)
+    assert torch.all((worlds.patterns >= 0).sum(-1) == 5), "each generator fixes pattern_len positions"
+    for s in range(S):
+        for k in range(K):
+            fixed = worlds.patterns[s, :, k]
+            fixed = fixed[fixed >= 0]
+            assert set(fixed.tolist()) <= set(worlds.candidates[s, k].tolist()), "fixed tokens come from R_k^g"
+            assert len(set(worlds.candidates[s, k].tolist())) == 3
+    used = worlds.used_tokens()
+    assert used.shape == (3, 10, 20) and torch.all(used.sum(-1) <= 3)
+    assert torch.allclose(worlds.magnitudes, torch.tensor([0.5] * 10 + [2.0] * 10, dtype=torch.float64))
+
+
+def test_same_seed_same_world():
+    a, b = hg.make_worlds([7]), hg.make_worlds([7])
+    assert torch.equal(a.patterns, b.patterns) and torch.equal(a.candidates, b.candidates)
+    assert not torch.equal(a.patterns, hg.make_worlds([8]).patterns)
+
+
+def test_views_follow_their_generator(worlds):
+    t1, t2, which = hg.sample_tokens(worlds, 64, generator=torch.Generator().manual_seed(0))
+    pattern = torch.gather(worlds.patterns, 1, which.unsqueeze(-1).expand(3, 64, 10))
+    fixed = pattern >= 0
+    assert torch.equal(t1[fixed], pattern[fixed]) and torch.equal(t2[fixed], pattern[fixed])
+    changed = t1 != t2
+    assert not torch.any(changed & fixed), "augmentation only redraws wildcards"
+    assert changed.float().mean() > 0.3, "with 5 wildcards redrawn from 20 tokens, most change"
+    x1, x2, _ = hg.sample_views(worlds, 64, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    assert torch.equal(x1.argmax(-1), t1) and torch.allclose(x1.abs().sum(-1), worlds.magnitudes[t1])
+
+
+def test_aug_degree_zero_gives_identical_views(worlds):
+    t1, t2, _ = hg.sample_tokens(worlds, 32, generator=torch.Generator().manual_seed(1), aug_degree=0)
+    assert torch.equal(t1, t2)
+
+
+def test_matching_scores_closed_forms(worlds):
+    used = worlds.used_tokens()[0]  # [K, d]
+    eye = torch.eye(20, dtype=torch.float64)
+    perfect = eye.expand(10, 20, 20)  # one filter per token: every used and unused token matched
+    plus, minus = hg.matching_scores(perfect, used)
+    assert abs(float(plus) - 1 / (1 + 1e-3)) < 1e-12 and abs(float(minus) - 1 / (1 + 1e-3)) < 1e-12
+    only_used = perfect * used.unsqueeze(-1)  # filters for the used tokens only
+    plus, minus = hg.matching_scores(only_used, used)
+    assert abs(float(plus) - 1 / (1 + 1e-3)) < 1e-12 and float(minus) == 0.0
+    flipped_plus, _ = hg.matching_scores(-only_used, used)
+    abs_plus, _ = hg.matching_scores(-only_used, used, absolute=True)
+    assert float(flipped_plus) <= 0 and abs(float(abs_plus) - float(plus)) < 1e-12
+
+
+def test_matching_scores_loop_oracle(worlds):
+    W = torch.randn(10, 4, 20, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    used = worlds.used_tokens()[1]
+    plus, minus = hg.matching_scores(W, used)
+    per_k_plus, per_k_minus = [], []
+    for k in range(10):
+        eps = max(float(W[k].abs().max()) / 1000, 1e-6)
+        best = [max(float(W[k, m, a]) / (float(W[k, m].norm()) + eps) for m in range(4)) for a in range(20)]
+        on = [best[a] for a in range(20) if used[k, a]]
+        off = [best[a] for a in range(20) if not used[k, a]]
+        per_k_plus.append(sum(on) / len(on))
+        per_k_minus.append(sum(off) / len(off))
+    assert abs(float(plus) - sum(per_k_plus) / 10) < 1e-12 and abs(float(minus) - sum(per_k_minus) / 10) < 1e-12
+
+
+def test_batched_training_equals_single_runs():
+    """Stacking variants and seeds is exact: each run trains as it would alone."""
+    variants = [hx.Variant("relu", "infonce", "mean"), hx.Variant("linear", "quadratic", "none"), hx.Variant("relu", "infonce", "both")]
+    kw = dict(beta=2, candidates=2, zeta=2.0, steps=15, batch=16, output_dim=8, dtype=torch.float64)
+    batched = hx.train(variants, [4, 5], **kw)
+    for v, variant in enumerate(variants):
+        alone = hx.train([variant], [5], **kw)
+        assert abs(batched.chi_plus[v][1] - alone.chi_plus[0][0]) < 1e-10
+        assert abs(batched.final_loss[v][1] - alone.final_loss[0][0]) < 1e-10
+
+
+def test_bn_rules_differ_and_training_learns():
+    variants = [hx.Variant("relu", "infonce", bn) for bn in ("neither", "mean")]
+    result = hx.train(variants, [1], beta=2, candidates=2, steps=150, batch=64)
+    assert result.chi_plus[0][0] != result.chi_plus[1][0]
+    start = hx.train(variants, [1], beta=2, candidates=2, steps=1, batch=64)
+    assert max(result.chi_plus[1]) > start.chi_plus[1][0] + 0.1, "150 steps should improve the matching score"
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: hg.make_worlds([]), "seeds"),
+    (lambda: hg.make_worlds([1], candidates_per_position=30), "candidates_per_position"),
+    (lambda: hg.make_worlds([1], zeta=0), "zeta"),
+    (lambda: hg.sample_tokens("w", 4, generator=torch.Generator()), "TokenWorlds"),
+    (lambda: hx.Variant("tanh"), "activation"),
+    (lambda: hx.Variant(bn="half"), "bn"),
+    (lambda: hx.train([hx.Variant()], [1], beta=0, candidates=1), "beta"),
+])
+def test_bad_input(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        call()
