@@ -44,7 +44,7 @@ from tqdm.auto import tqdm
 from .._validate import check_choice, check_int, check_positive
 from ..data.hierarchical import make_worlds, matching_scores, sample_tokens
 
-__all__ = ["Variant", "TrainResult", "train", "table1", "fig4", "bench", "main", "DATA", "BN_RULES", "ACTIVATIONS"]
+__all__ = ["Variant", "TrainResult", "train", "filter_gradients", "table1", "fig4", "bench", "main", "DATA", "BN_RULES", "ACTIVATIONS"]
 
 DATA = Path(__file__).resolve().parents[2] / "book" / "data" / "hierarchical"
 ACTIVATIONS = ("relu", "linear", "leakyrelu", "quadratic")
@@ -84,6 +84,10 @@ class TrainResult:
     final_loss: list[list[float]]
     stopped_at: list[list[int | None]] = field(default_factory=list)
     seconds: float = 0.0
+    filters: torch.Tensor | None = None
+    """Final lower-layer filters ``[V, S, K, M, d]``."""
+    history: list[tuple[int, list[list[float]]]] = field(default_factory=list)
+    """``(step, chi_plus [V][S])`` every ``history_every`` steps (empty unless asked)."""
 
 
 def _activate(h: torch.Tensor, activation: str) -> torch.Tensor:
@@ -149,10 +153,34 @@ def _loss(z1, z2, stack, temperature):
     return torch.where(stack.infonce, ce, quadratic)
 
 
+def filter_gradients(variant: Variant, W1: torch.Tensor, W2: torch.Tensor, tokens1: torch.Tensor, tokens2: torch.Tensor,
+                     magnitudes: torch.Tensor, *, temperature: float = 0.1) -> torch.Tensor:
+    r"""Gradient of one network's loss with respect to its filters, ``[K, M, d]`` (autograd).
+
+    ``W1 [K, M, d]`` are the filters :math:`\mathbf w_{km}`, ``W2 [out, K*M]`` the top layer :math:`V`, ``tokens1, tokens2 [n, K]``
+    a batch of positive pairs (:func:`clbook.data.hierarchical.sample_tokens`). Used to check Theorem 4 of Tian (2023):
+    with linear activation and a rank-one top layer the :math:`M` rows of each receptive field are co-linear.
+    """
+    if not isinstance(variant, Variant):
+        raise TypeError(f"variant must be a Variant; got {type(variant).__name__}.")
+    if W1.ndim != 3 or W2.ndim != 2 or W2.shape[1] != W1.shape[0] * W1.shape[1]:
+        raise ValueError(f"need W1 [K, M, d] and W2 [out, K*M]; got {tuple(W1.shape)} and {tuple(W2.shape)}.")
+    if tokens1.shape != tokens2.shape or tokens1.ndim != 2 or tokens1.shape[1] != W1.shape[0]:
+        raise ValueError(f"tokens1 and tokens2 must both have shape [n, K = {W1.shape[0]}].")
+    check_positive("temperature", temperature)
+    W1 = W1.detach().transpose(-1, -2)[None, None].clone().requires_grad_()
+    W2 = W2.detach()[None, None]
+    stack, mags = _Stack([variant]), magnitudes.to(W1.dtype)
+    loss = _loss(_forward(tokens1[None], mags, W1, W2, stack), _forward(tokens2[None], mags, W1, W2, stack), stack, temperature)
+    (grad,) = torch.autograd.grad(loss.sum(), W1)
+    return grad[0, 0].transpose(-1, -2)
+
+
 def train(variants, seeds, *, beta: int, candidates: int, zeta: float = 1.0, steps: int = 5000, batch: int = 128,
           lr: float = 0.02, momentum: float = 0.9, weight_decay: float = 5e-3, temperature: float = 0.1,
           output_dim: int = 50, num_tokens: int = 20, num_positions: int = 10, num_generators: int = 40,
-          pattern_len: int = 5, dtype: torch.dtype = torch.float32, progress: bool = False) -> TrainResult:
+          pattern_len: int = 5, dtype: torch.dtype = torch.float32, progress: bool = False,
+          history_every: int = 0) -> TrainResult:
     r"""Train every ``variant`` with every seed at one :math:`(\beta, P)`, as one batched computation.
 
     Parameters
@@ -164,6 +192,8 @@ def train(variants, seeds, *, beta: int, candidates: int, zeta: float = 1.0, ste
         Over-parameterisation :math:`\beta` and candidates per position :math:`P`; :math:`M = \beta P` filters.
     zeta : float
         Token-magnitude non-uniformity (App. E.2 uses 2, 5, 10).
+    history_every : int
+        Record :math:`\bar\chi_+` every so many steps (0: never).
     """
     variants = list(variants)
     if not variants or not all(isinstance(v, Variant) for v in variants):
@@ -175,6 +205,7 @@ def train(variants, seeds, *, beta: int, candidates: int, zeta: float = 1.0, ste
     P = check_int("candidates", candidates, 1, num_tokens)
     steps = check_int("steps", steps, 1)
     n = check_int("batch", batch, 2)
+    history_every = check_int("history_every", history_every, 0)
     for name, value in (("lr", lr), ("temperature", temperature)):
         check_positive(name, value)
     start = time.perf_counter()
@@ -194,9 +225,18 @@ def train(variants, seeds, *, beta: int, candidates: int, zeta: float = 1.0, ste
     alive = torch.ones(V, S, dtype=torch.bool)
     stopped: list[list[int | None]] = [[None] * S for _ in variants]
     last = torch.zeros(V, S)
+    used = worlds.used_tokens()
+    history = []
+
+    def scores():
+        filters = W1.detach().transpose(-1, -2)
+        return [matching_scores(filters[v], used, absolute=var.activation == "linear") for v, var in enumerate(variants)]
+
     single = [worlds.select(s) for s in range(S)]
     data_gens = [torch.Generator().manual_seed(20_000 + seed) for seed in seeds]
     for step in tqdm(range(steps), disable=not progress, desc=f"β={beta} P={P}", leave=False):
+        if history_every and step % history_every == 0:
+            history.append((step, [plus.tolist() for plus, _ in scores()]))
         draws = [sample_tokens(w, n, generator=g) for w, g in zip(single, data_gens, strict=True)]
         t1, t2 = torch.cat([x[0] for x in draws]), torch.cat([x[1] for x in draws])
         opt.zero_grad(set_to_none=False)
@@ -219,17 +259,15 @@ def train(variants, seeds, *, beta: int, candidates: int, zeta: float = 1.0, ste
         if frozen is not None:
             with torch.no_grad():  # stopped runs keep their weights (weight decay and momentum would still move them)
                 W1[~alive], W2[~alive] = frozen[0][~alive], frozen[1][~alive]
-    used = worlds.used_tokens()
-    filters = W1.detach().transpose(-1, -2)  # [V, S, K, M, d]
-    chi_plus, chi_minus = [], []
-    for v, variant in enumerate(variants):
-        plus, minus = matching_scores(filters[v], used, absolute=variant.activation == "linear")
-        chi_plus.append(plus.tolist())
-        chi_minus.append(minus.tolist())
+    final = scores()
+    if history_every:
+        history.append((steps, [plus.tolist() for plus, _ in final]))
+    chi_plus, chi_minus = [plus.tolist() for plus, _ in final], [minus.tolist() for _, minus in final]
     settings = dict(beta=beta, candidates=P, zeta=zeta, steps=steps, batch=n, lr=lr, momentum=momentum,
                     weight_decay=weight_decay, temperature=temperature, output_dim=output_dim, num_tokens=num_tokens,
                     num_positions=num_positions, num_generators=num_generators, pattern_len=pattern_len, dtype=str(dtype))
-    return TrainResult(variants, seeds, settings, chi_plus, chi_minus, last.tolist(), stopped, time.perf_counter() - start)
+    return TrainResult(variants, seeds, settings, chi_plus, chi_minus, last.tolist(), stopped, time.perf_counter() - start,
+                       W1.detach().transpose(-1, -2).clone(), history)
 
 
 def _provenance(command: str, seconds: float) -> dict:
