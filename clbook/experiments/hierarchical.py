@@ -44,7 +44,11 @@ from tqdm.auto import tqdm
 from .._validate import check_choice, check_int, check_positive
 from ..data.hierarchical import make_worlds, matching_scores, sample_tokens
 
-__all__ = ["Variant", "TrainResult", "train", "filter_gradients", "table1", "fig4", "bench", "main", "DATA", "BN_RULES", "ACTIVATIONS"]
+__all__ = [
+    "Variant", "TrainResult", "train", "filter_gradients", "batchnorm", "plot_filters", "load", "summary", "plot_matching",
+    "PAPER_TABLE1", "TABLE1_RULES",
+    "table1", "fig4", "bench", "main", "DATA", "BN_RULES", "ACTIVATIONS",
+]
 
 DATA = Path(__file__).resolve().parents[2] / "book" / "data" / "hierarchical"
 ACTIVATIONS = ("relu", "linear", "leakyrelu", "quadratic")
@@ -127,6 +131,35 @@ class _Stack:
         var = centred.square().mean(dim=-2, keepdim=True)  # biased, as BatchNorm; no gradient to the mean (it sums to 0)
         scale = (torch.where(self.through_var, var, var.detach()) + 1e-5).rsqrt()
         return torch.where(self.use_bn, centred * scale, y)
+
+
+def batchnorm(y: torch.Tensor, rule: str) -> torch.Tensor:
+    r"""BatchNorm of ``y [n, H]`` over its ``n`` samples with a back-propagation rule from :data:`BN_RULES`.
+
+    The forward pass is the same for every rule but ``"none"``: :math:`(y - \mu)/\sqrt{\sigma^2 + 10^{-5}}` with the batch
+    mean and (biased) variance; the rules differ in whether the gradient flows through :math:`\mu` and :math:`\sigma^2`.
+    ``"mean"`` is Def. 5 of Tian (2023), mean-backprop BatchNorm.
+    """
+    check_choice("rule", rule, tuple(BN_RULES))
+    if not isinstance(y, torch.Tensor) or y.ndim != 2 or y.shape[0] < 2:
+        raise ValueError(f"y must be a tensor of shape [n >= 2, H]; got {getattr(y, 'shape', type(y).__name__)}.")
+    return _Stack([Variant(bn=rule)]).batchnorm(y[None, None])[0, 0]
+
+
+def plot_filters(result: TrainResult, *, variant: int = 0, seed: int = 0, field: int = 0, ax=None):
+    """Heat map of the filters of one receptive field (rows: filters, columns: tokens), as in Fig. 5."""
+    import matplotlib.pyplot as plt
+
+    if result.filters is None:
+        raise ValueError("result has no filters.")
+    W = result.filters[variant, seed, field]
+    W = W / (W.norm(dim=-1, keepdim=True) + 1e-12)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(3.4, 2.6))
+    ax.imshow(W.numpy(), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
+    ax.set_xlabel("token")
+    ax.set_ylabel("filter")
+    return ax
 
 
 def _forward(tokens, mags, W1, W2, stack):
@@ -334,6 +367,74 @@ def fig4(*, quick: bool = False, seeds=(1, 2, 3)) -> dict:
     rows, settings = _sweep(variants, betas=betas, candidates=cands, zeta=1.0, seeds=seeds, steps=steps, desc="Fig. 4")
     provenance = _provenance(f"fig4 quick={quick}", time.perf_counter() - start)
     return dict(experiment="fig4", settings=settings, rows=rows, provenance=provenance)
+
+
+def load(name: str) -> dict:
+    """A committed result of this module from ``book/data/hierarchical/<name>.json`` (``table1``, ``fig4``, ``bench``)."""
+    check_choice("name", name, ("table1", "fig4", "bench", "quick-table1", "quick-fig4", "quick-bench"))
+    path = DATA / f"{name}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing; run `python -m clbook.experiments.hierarchical {name}`.")
+    return json.loads(path.read_text())
+
+
+def summary(rows: list[dict], *, keys=("activation", "loss", "bn", "beta", "candidates"), value: str = "chi_plus") -> dict:
+    """Mean and standard deviation (over seeds, ``ddof=0`` as numpy's default) of ``value`` per distinct ``keys``."""
+    groups: dict[tuple, list[float]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row[k] for k in keys), []).append(float(row[value]))
+    out = {}
+    for key, values in groups.items():
+        mean = sum(values) / len(values)
+        out[key] = (mean, math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)), len(values))
+    return out
+
+
+# Table 1 of Tian (2023), App. E.2, copied from the paper: chi_plus mean and std for
+# (beta, P) -> [(mu no, var no), (mu no, var yes), (mu yes, var no), (mu yes, var yes)] = our bn rules neither, var, mean, both.
+PAPER_TABLE1 = {
+    (1, 1): [(0.31, 0.24), (0.23, 0.06), (0.30, 0.24), (0.23, 0.06)],
+    (1, 3): [(0.65, 0.09), (-0.03, 0.01), (0.64, 0.07), (0.24, 0.11)],
+    (1, 5): [(0.61, 0.06), (-0.00, 0.00), (0.62, 0.02), (0.38, 0.04)],
+    (1, 10): [(0.66, 0.06), (0.53, 0.05), (0.70, 0.03), (0.56, 0.04)],
+    (2, 1): [(0.36, 0.13), (0.27, 0.06), (0.63, 0.11), (0.33, 0.12)],
+    (2, 3): [(0.78, 0.01), (0.00, 0.01), (0.80, 0.02), (0.41, 0.07)],
+    (2, 5): [(0.78, 0.02), (0.22, 0.21), (0.77, 0.07), (0.56, 0.02)],
+    (2, 10): [(0.83, 0.08), (0.72, 0.06), (0.80, 0.04), (0.71, 0.05)],
+    (5, 1): [(0.63, 0.06), (0.43, 0.12), (0.67, 0.06), (0.46, 0.06)],
+    (5, 3): [(0.90, 0.06), (0.45, 0.07), (0.90, 0.03), (0.60, 0.08)],
+    (5, 5): [(0.90, 0.01), (0.72, 0.01), (0.88, 0.06), (0.74, 0.02)],
+    (5, 10): [(0.88, 0.01), (0.88, 0.04), (0.92, 0.03), (0.90, 0.03)],
+    (10, 1): [(0.63, 0.12), (0.37, 0.15), (0.70, 0.17), (0.46, 0.15)],
+    (10, 3): [(0.95, 0.05), (0.72, 0.06), (0.94, 0.05), (0.80, 0.03)],
+    (10, 5): [(0.98, 0.02), (0.84, 0.05), (0.96, 0.06), (0.92, 0.01)],
+    (10, 10): [(0.90, 0.01), (0.97, 0.02), (0.89, 0.03), (0.97, 0.02)],
+}
+TABLE1_RULES = ("neither", "var", "mean", "both")
+
+
+def plot_matching(rows: list[dict], *, loss: str = "infonce", value: str = "chi_plus", ax=None):
+    """Fig. 4 / Figs 9-10: the matching score against β, one panel per P, one line per activation (mean ± std over seeds)."""
+    import matplotlib.pyplot as plt
+
+    stats = summary([r for r in rows if r["loss"] == loss], keys=("activation", "candidates", "beta"), value=value)
+    cands = sorted({k[1] for k in stats})
+    if ax is None:
+        _, ax = plt.subplots(1, len(cands), figsize=(2.6 * len(cands), 2.6), sharey=True, squeeze=False)
+        ax = ax[0]
+    for a, P in zip(ax, cands, strict=True):
+        for activation in ACTIVATIONS:
+            pts = sorted((k[2], v) for k, v in stats.items() if k[0] == activation and k[1] == P)
+            if pts:
+                betas = [b for b, _ in pts]
+                a.errorbar(betas, [v[0] for _, v in pts], yerr=[v[1] for _, v in pts], marker="o", ms=3, capsize=2, label=activation)
+        a.set_xscale("log")
+        a.set_xticks([1, 2, 5, 10], ["1", "2", "5", "10"])
+        a.set_xlabel("β")
+        a.set_title(f"P = {P}")
+    ax[0].set_ylabel({"chi_plus": "χ̄₊", "chi_minus": "χ̄₋"}[value] + f" ({loss})")
+    ax[-1].legend(fontsize=7)
+    return ax
 
 
 REFERENCE_MS_PER_ITERATION = 21.0
