@@ -45,7 +45,7 @@ from .._validate import check_choice, check_int, check_positive
 from ..data.hierarchical import make_worlds, matching_scores, sample_tokens
 
 __all__ = [
-    "Variant", "TrainResult", "train", "filter_gradients", "batchnorm", "plot_filters", "load", "summary", "plot_matching",
+    "Variant", "TrainResult", "train", "filter_gradients", "batchnorm", "plot_filters", "load", "summary", "plot_matching", "fig4_claims",
     "PAPER_TABLE1", "TABLE1_RULES",
     "table1", "fig4", "bench", "main", "DATA", "BN_RULES", "ACTIVATIONS",
 ]
@@ -435,6 +435,30 @@ def plot_matching(rows: list[dict], *, loss: str = "infonce", value: str = "chi_
     ax[0].set_ylabel({"chi_plus": "χ̄₊", "chi_minus": "χ̄₋"}[value] + f" ({loss})")
     ax[-1].legend(fontsize=7)
     return ax
+
+
+def fig4_claims(rows: list[dict]) -> dict[str, float]:
+    r"""The claims of Sec. 5.1 and App. E.2 about Fig. 4 / Figs 9-10, each as a difference that is positive when it holds.
+
+    Means over seeds of :math:`\bar\chi_+` (or :math:`\bar\chi_-`); "over-parameterised, several patterns" means the nine
+    cells :math:`\beta\in\{2,5,10\}`, :math:`P\in\{3,5,10\}`.
+    """
+    plus = summary(rows, keys=("activation", "loss", "beta", "candidates"))
+    minus = summary(rows, keys=("activation", "loss", "beta", "candidates"), value="chi_minus")
+    m = lambda a, beta, P, loss="infonce", S=plus: S[a, loss, beta, P][0]  # noqa: E731
+    over = [(beta, P) for beta in (2, 5, 10) for P in (3, 5, 10)]
+    mean = lambda values: sum(values) / len(values)  # noqa: E731
+    gain = lambda a, P: m(a, 10, P) - m(a, 1, P)  # noqa: E731
+    infonce = [(k, v[0]) for k, v in plus.items() if k[1] == "infonce"]
+    chi_minus = {a: mean([m(a, *c, S=minus) for c in over]) for a in ACTIVATIONS}
+    return {
+        "P = 1, β = 1: linear beats ReLU": m("linear", 1, 1) - m("relu", 1, 1),
+        "P = 1: ReLU gains from β = 1 to 10": gain("relu", 1),
+        "P > 1, β > 1: ReLU beats linear (mean of 9 cells)": mean([m("relu", *c) - m("linear", *c) for c in over]),
+        "P > 1: ReLU gains more from β = 1 to 10 than linear": mean([gain("relu", P) - gain("linear", P) for P in (3, 5, 10)]),
+        "InfoNCE beats quadratic loss (mean of all cells)": mean([v - plus[a, "quadratic", beta, P][0] for (a, _, beta, P), v in infonce]),
+        "ReLU has the lowest χ̄₋ (P > 1, β > 1; margin)": min(v for a, v in chi_minus.items() if a != "relu") - chi_minus["relu"],
+    }
 
 
 REFERENCE_MS_PER_ITERATION = 21.0
