@@ -7,12 +7,13 @@ STAMP := $(VENV)/.clbook-installed
 CHAPTERS = $(shell test -x $(BIN)/python && $(BIN)/python tools/nbtools.py list)
 NBVAL = $(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg -q
 
-.PHONY: book test lint unit notebooks structure assignments-test assignments browser chromium outputs sync lab serve clean help
+.PHONY: book bench test lint unit notebooks structure assignments-test assignments browser chromium outputs sync lab serve clean help
 
 help:
 	@echo "make book     build the HTML book into _build/html (sets up .venv first)"
 	@echo "make test     unit tests, nbval on every chapter (1 and 2 threads), structure tests"
 	@echo "make assignments  build the graded assignments (student notebooks, autograders) into _build/assignments"
+	@echo "make bench    time the batched experiments against the authors' code (reports in book/data/)"
 	@echo "make outputs  re-execute every chapter on the CPU and store outputs and widget state"
 	@echo "make lab      open JupyterLab in the virtual environment"
 	@echo "make serve    serve _build/html on http://127.0.0.1:8000"
@@ -63,6 +64,10 @@ chromium:
 
 browser: $(STAMP) chromium book
 	$(BIN)/python -m pytest -p no:cacheprovider -q -s tests/browser
+
+# Speed benchmarks (not timed tests): fixed slices of the heavy experiments, reports with provenance in book/data/.
+bench: $(STAMP)
+	$(BIN)/python -m clbook.experiments.hierarchical bench
 
 outputs: $(STAMP)
 	CLBOOK_DEVICE=cpu CLBOOK_THREADS=1 $(BIN)/python tools/nbtools.py outputs

@@ -109,3 +109,30 @@ def test_bn_rules_differ_and_training_learns():
 def test_bad_input(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+def test_command_line_quick_bench(tmp_path):
+    assert hx.main(["bench", "--quick", "--out", str(tmp_path)]) == 0
+    import json
+
+    data = json.loads((tmp_path / "quick-bench.json").read_text())
+    assert data["runs"] == 12 and data["ms_per_iteration_per_run"] > 0 and data["provenance"]["command"].startswith("bench")
+
+
+def test_summary_and_claims_on_synthetic_rows():
+    rows = []
+    for a in hx.ACTIVATIONS:
+        for loss in ("infonce", "quadratic"):
+            for beta in (1, 2, 5, 10):
+                for P in (1, 3, 5, 10):
+                    for seed, noise in ((1, -0.01), (2, 0.01)):
+                        good = (a != "linear") * 0.1 * beta / 10 + (loss == "infonce") * 0.05
+                        rows.append(dict(activation=a, loss=loss, bn="mean", beta=beta, candidates=P, seed=seed,
+                                         chi_plus=0.5 + good + noise, chi_minus=0.2 - (a == "relu") * 0.1))
+    stats = hx.summary(rows, keys=("activation", "loss", "bn", "beta", "candidates"))
+    mean, std, count = stats["relu", "infonce", "mean", 10, 3]
+    assert count == 2 and abs(mean - 0.65) < 1e-12 and abs(std - 0.01) < 1e-12
+    claims = hx.fig4_claims(rows)
+    assert claims["P = 1, β = 1: linear beats ReLU"] < 0
+    assert abs(claims["InfoNCE beats quadratic loss (mean of all cells)"] - 0.05) < 1e-12
+    assert abs(claims["ReLU has the lowest χ̄₋ (P > 1, β > 1; margin)"] - 0.1) < 1e-12
