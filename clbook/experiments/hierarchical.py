@@ -303,6 +303,91 @@ def train(variants, seeds, *, beta: int, candidates: int, zeta: float = 1.0, ste
                        W1.detach().transpose(-1, -2).clone(), history)
 
 
+def digit_quadrants(*, seed: int = 0) -> torch.Tensor:
+    """scikit-learn's 8×8 digits (1797 images, scaled to [0, 1]), shape ``[1797, 8, 8]`` (float64)."""
+    from sklearn.datasets import load_digits
+
+    images = torch.tensor(load_digits().images, dtype=torch.float64) / 16
+    return images[torch.randperm(len(images), generator=torch.Generator().manual_seed(check_int("seed", seed, 0)))]
+
+
+def _shift_views(images: torch.Tensor, index: torch.Tensor, gen: torch.Generator, augment: bool) -> torch.Tensor:
+    """Images ``[n, 8, 8]``, each shifted by up to one pixel in each direction when ``augment`` (zero fill)."""
+    batch = images[index]
+    if not augment:
+        return batch
+    padded = torch.nn.functional.pad(batch, (1, 1, 1, 1))
+    dx, dy = torch.randint(0, 3, (2, len(index)), generator=gen)
+    rows = (torch.arange(8).view(1, 8) + dy.view(-1, 1)).unsqueeze(-1).expand(-1, 8, 8)
+    cols = (torch.arange(8).view(1, 8) + dx.view(-1, 1)).unsqueeze(1).expand(-1, 8, 8)
+    return padded[torch.arange(len(index)).view(-1, 1, 1), rows, cols]
+
+
+def _quadrants(batch: torch.Tensor) -> torch.Tensor:
+    """``[n, 8, 8]`` -> the four 4×4 quadrants as receptive fields ``[n, 4, 16]`` (upper-left, upper-right, lower-left, lower-right)."""
+    n = len(batch)
+    return batch.reshape(n, 2, 4, 2, 4).permute(0, 1, 3, 2, 4).reshape(n, 4, 16)
+
+
+def train_digits(*, augment: bool, seeds=(1, 2, 3), filters: int = 16, steps: int = 3000, batch: int = 8, lr: float = 0.02,
+                 temperature: float = 0.1, output_dim: int = 50, activation: str = "relu", bn: str = "mean") -> torch.Tensor:
+    """App. E.3 on a substitute: the two-layer network on scikit-learn's 8×8 digits with four 4×4 receptive fields.
+
+    The paper uses MNIST (14×14 quadrants, batch 8, 50 000 steps) with or without ``RandomResizedCrop``; MNIST needs a
+    download, so this uses the digits that ship with scikit-learn, and random shifts by up to one pixel as the
+    augmentation. Without augmentation the two views are the same image. Returns the filters ``[S, 4, M, 16]``.
+    """
+    seeds = [check_int("seeds[k]", s, 0) for s in seeds]
+    M = check_int("filters", filters, 1)
+    steps, n = check_int("steps", steps, 1), check_int("batch", batch, 2)
+    variant = Variant(activation, "infonce", bn)
+    stack = _Stack([variant])
+    images = digit_quadrants()
+    K, d = 4, 16
+    W1 = torch.stack([(torch.rand(K, d, M, generator=torch.Generator().manual_seed(30_000 + s), dtype=torch.float64) * 2 - 1) / 4
+                      for s in seeds])[None].requires_grad_()
+    W2 = torch.stack([(torch.rand(output_dim, K * M, generator=torch.Generator().manual_seed(40_000 + s), dtype=torch.float64) * 2 - 1)
+                      / math.sqrt(K * M) for s in seeds])[None].requires_grad_()
+    opt = torch.optim.SGD([W1, W2], lr=lr, momentum=0.9, weight_decay=5e-3)
+    gens = [torch.Generator().manual_seed(50_000 + s) for s in seeds]
+
+    def forward(x):  # x [S, n, K, d]
+        h = stack.activate(torch.einsum("snkd,vskdm->vsnkm", x, W1))
+        y = stack.batchnorm(h.reshape(*h.shape[:3], -1))
+        return F.normalize(y @ W2.transpose(-1, -2), dim=-1)
+
+    for _ in range(steps):
+        idx = [torch.randint(len(images), (n,), generator=g) for g in gens]
+        x1 = torch.stack([_quadrants(_shift_views(images, i, g, augment)) for i, g in zip(idx, gens, strict=True)])
+        x2 = torch.stack([_quadrants(_shift_views(images, i, g, augment)) for i, g in zip(idx, gens, strict=True)])
+        opt.zero_grad()
+        _loss(forward(x1), forward(x2), stack, temperature).sum().backward()
+        opt.step()
+    return W1.detach()[0].permute(0, 1, 3, 2)  # [S, K, M, d]
+
+
+def roughness(filters: torch.Tensor) -> torch.Tensor:
+    r"""Mean squared difference between neighbouring pixels of each 4×4 filter over its mean square (0 = constant):
+    a proxy for high-frequency content. ``filters [..., 16]`` -> ``[...]``."""
+    w = filters.reshape(*filters.shape[:-1], 4, 4)
+    dx = (w[..., :, 1:] - w[..., :, :-1]).square().mean(dim=(-2, -1))
+    dy = (w[..., 1:, :] - w[..., :-1, :]).square().mean(dim=(-2, -1))
+    return (dx + dy) / w.square().mean(dim=(-2, -1)).clamp_min(1e-12)
+
+
+def digits(*, quick: bool = False, seeds=(1, 2, 3)) -> dict:
+    """App. E.3 substitute: filters with and without augmentation, their roughness, and the filters themselves."""
+    start = time.perf_counter()
+    steps = 300 if quick else 3000
+    out = {}
+    for augment in (False, True):
+        W = train_digits(augment=augment, seeds=seeds, steps=steps)
+        out["augmented" if augment else "plain"] = dict(filters=W.tolist(), roughness=roughness(W).mean(dim=(1, 2)).tolist())
+    provenance = _provenance(f"digits quick={quick}", time.perf_counter() - start)
+    return dict(experiment="digits", settings=dict(steps=steps, batch=8, filters=16, lr=0.02, temperature=0.1, seeds=list(seeds),
+                                                   augmentation="random shift by up to 1 pixel"), results=out, provenance=provenance)
+
+
 def _provenance(command: str, seconds: float) -> dict:
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=DATA.parents[2]).stdout.strip()
@@ -371,7 +456,7 @@ def fig4(*, quick: bool = False, seeds=(1, 2, 3)) -> dict:
 
 def load(name: str) -> dict:
     """A committed result of this module from ``book/data/hierarchical/<name>.json`` (``table1``, ``fig4``, ``bench``)."""
-    check_choice("name", name, ("table1", "fig4", "bench", "quick-table1", "quick-fig4", "quick-bench"))
+    check_choice("name", name, ("table1", "fig4", "bench", "digits", "quick-table1", "quick-fig4", "quick-bench", "quick-digits"))
     path = DATA / f"{name}.json"
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing; run `python -m clbook.experiments.hierarchical {name}`.")
@@ -480,7 +565,7 @@ def bench(*, steps: int = 200) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m clbook.experiments.hierarchical", description=__doc__.split("\n")[0])
-    parser.add_argument("experiment", choices=["table1", "fig4", "bench"])
+    parser.add_argument("experiment", choices=["table1", "fig4", "bench", "digits"])
     parser.add_argument("--quick", action="store_true", help="a small version (seconds), written under a quick- name")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--out", type=Path, default=DATA)
@@ -488,6 +573,8 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     if args.experiment == "bench":
         data = bench(steps=50 if args.quick else 200)
+    elif args.experiment == "digits":
+        data = digits(quick=args.quick)
     else:
         data = (table1 if args.experiment == "table1" else fig4)(quick=args.quick)
     args.out.mkdir(parents=True, exist_ok=True)
