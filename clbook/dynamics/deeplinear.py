@@ -397,11 +397,15 @@ def solve_unconstrained(X, weights, *, t_max: float, max_norm: float = 1e3, rtol
             k += m
         return out
 
+    Xt = torch.from_numpy(Xn)
+
     def rhs(_, y):
-        return torch.cat([G.reshape(-1) for G in flow(unpack(y), torch.from_numpy(Xn))]).numpy()
+        return torch.cat([G.reshape(-1) for G in _flow(unpack(y), Xt)]).numpy()
+
+    bounds = np.cumsum([0] + sizes)
 
     def too_big(_, y):
-        return max(float(W.norm()) for W in unpack(y)) - max_norm
+        return max(float(np.linalg.norm(y[a:b])) for a, b in zip(bounds[:-1], bounds[1:], strict=True)) - max_norm
 
     too_big.terminal = True
     y0 = torch.cat([W.detach().cpu().reshape(-1) for W in weights]).numpy()
