@@ -1,0 +1,215 @@
+r"""Kernel structure of the pairwise importance :math:`\alpha` and the large-batch limit of :math:`\mathbb C_\alpha`.
+
+Tian (2023), *Understanding the role of nonlinearity in training dynamics of contrastive learning*,
+Sec. 2: Definition 1 (kernel structure :math:`\alpha_{ij} = \mathcal K(x_0[i], x_0[j]) =
+\sum_l\phi_l(x_0[i])\phi_l(x_0[j])` with :math:`\phi_l\ge 0`), Definition 2 (adjusted densities
+:math:`\tilde p_l = \phi_l p_D / z_l`), Lemma 1 (the Gaussian :math:`\alpha` has kernel structure,
+App. A Eqs. 17–22) and Lemma 2 / Corollary 1 (Eq. 4: :math:`\mathbb C_\alpha \to \sum_l z_l^2
+\mathbb V_{\tilde p_l}[\bar g]` as :math:`N\to\infty`).
+
+Scaling. The book's :math:`\mathbb C_\alpha` (:func:`clbook.covariance.contrastive_covariance`) is that
+of Tian (2022); Tian (2023, Eq. 3) divides it by :math:`2N^2`. :func:`paper_covariance` applies that
+factor, so that the large-batch limit is finite. Both ignore :math:`j = i`, an :math:`O(1/N)` difference
+from Eq. 3 as printed (the paper's own proof of Lemma 2 drops :math:`j=i` as well).
+
+Population quantities (:func:`adjusted_densities`, :func:`variance_limit`, :func:`pairwise_limit`)
+take a discrete distribution: atoms with probabilities ``weights``. Continuous data enter as a large
+sample with equal weights.
+
+Used in Chapters 5–8.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import torch
+
+from ._validate import check_int, check_positive, check_tensor
+
+__all__ = [
+    "gaussian_alpha", "uniform_alpha", "multi_indices", "gaussian_log_features", "gaussian_features",
+    "uniform_features", "log_kernel_from_features", "adjusted_densities", "variance_limit", "pairwise_limit",
+    "paper_covariance",
+]
+
+
+def _as_matrix(name: str, g) -> torch.Tensor:
+    g = check_tensor(name, g)
+    if g.ndim == 1:
+        g = g.unsqueeze(1)
+    if g.ndim != 2:
+        raise ValueError(f"{name} must have shape [n] or [n, p]; got {tuple(g.shape)}.")
+    return g
+
+
+def gaussian_alpha(g, *, temperature: float) -> torch.Tensor:
+    r"""Gaussian pairwise importance (Lemma 1), shape ``[n, n]``.
+
+    .. math::
+
+        \alpha_{ij} = \exp\big(-\|g(x_0[i]) - g(x_0[j])\|_2^2/2\tau\big).
+
+    Parameters
+    ----------
+    g : torch.Tensor, shape=[n, p] or [n]
+        The embeddings :math:`g(x_0[i])` of the un-augmented samples.
+    temperature : float
+        :math:`\tau > 0`.
+    """
+    g = _as_matrix("g", g)
+    tau = check_positive("temperature", temperature)
+    return torch.exp(-torch.cdist(g, g).pow(2) / (2 * tau))
+
+
+def uniform_alpha(n: int, *, dtype=torch.float64, device=None) -> torch.Tensor:
+    r"""Uniform pairwise importance :math:`\alpha_{ij}\equiv 1` (the quadratic loss), shape ``[n, n]``."""
+    n = check_int("n", n, 1)
+    return torch.ones(n, n, dtype=dtype, device=device)
+
+
+def multi_indices(dim: int, terms: int) -> torch.Tensor:
+    r"""All multi-indices :math:`l = (l_1,\dots,l_p)` with :math:`0\le l_k < L`, shape ``[L**p, p]`` (lexicographic)."""
+    dim = check_int("dim", dim, 1, 6)
+    terms = check_int("terms", terms, 1)
+    if terms**dim > 2_000_000:
+        raise ValueError(f"terms**dim must be <= 2e6 features; got terms = {terms}, dim = {dim} ({terms**dim}).")
+    return torch.tensor(list(itertools.product(range(terms), repeat=dim)), dtype=torch.float64).reshape(-1, dim)
+
+
+def gaussian_log_features(g, *, temperature: float, terms: int, shift=None) -> torch.Tensor:
+    r"""Logarithms of the non-negative features of the Gaussian kernel (Lemma 1, Eq. 22), shape ``[n, L**p]``.
+
+    With :math:`y = g(x) - v \ge 0` (componentwise; :math:`v` is ``shift``, by default the smallest
+    value of each coordinate in ``g``) and a multi-index :math:`l`,
+
+    .. math::
+
+        \log\phi_l(x) = -\frac{\|y\|^2}{2\tau} + \sum_{k=1}^{p}\Big(l_k\log y_k - \frac{l_k}{2}\log\tau
+        - \tfrac12\log l_k!\Big),
+        \qquad \sum_{l}\phi_l(x)\phi_l(x') = e^{-\|g(x)-g(x')\|^2/2\tau}\ \text{as } L\to\infty .
+
+    This is the paper's ``AllChoose`` expansion of :math:`e^{y^\top y'/\tau}` with equal monomials
+    grouped (the multinomial weights :math:`k!/\prod_k l_k!` cancel against :math:`1/k!`). Every
+    feature is :math:`\ge 0` because :math:`y\ge 0`; a zero coordinate gives :math:`\log\phi_l = -\infty`
+    for :math:`l_k > 0`. Working in log space keeps large :math:`\|y\|^2/\tau` finite.
+
+    Parameters
+    ----------
+    g : torch.Tensor, shape=[n, p] or [n]
+    temperature : float
+        :math:`\tau > 0`.
+    terms : int
+        :math:`L`, the number of terms per coordinate (truncation).
+    shift : torch.Tensor, shape=[p], optional
+        :math:`v`; must satisfy :math:`g - v \ge 0`. Use one shift for all points that share a kernel.
+    """
+    g = _as_matrix("g", g)
+    tau = check_positive("temperature", temperature)
+    v = g.min(dim=0).values if shift is None else check_tensor("shift", shift, ndim=1).to(g)
+    y = g - v
+    if bool((y < 0).any()):
+        raise ValueError("shift must lie below every g componentwise (g - shift >= 0): Lemma 1 needs g bounded below.")
+    idx = multi_indices(g.shape[1], terms).to(g)
+    poly = (torch.xlogy(idx.unsqueeze(0), y.unsqueeze(1))
+            - idx * (0.5 * math.log(tau)) - 0.5 * torch.lgamma(idx + 1)).sum(dim=2)
+    return poly - (y.pow(2).sum(dim=1, keepdim=True) / (2 * tau))
+
+
+def gaussian_features(g, *, temperature: float, terms: int, shift=None) -> torch.Tensor:
+    r"""The features :math:`\phi_l(x)\ge 0` of :func:`gaussian_log_features`, exponentiated, shape ``[n, L**p]``."""
+    return gaussian_log_features(g, temperature=temperature, terms=terms, shift=shift).exp()
+
+
+def uniform_features(n: int, *, dtype=torch.float64, device=None) -> torch.Tensor:
+    r"""The one feature :math:`\phi_0\equiv 1` of the uniform :math:`\alpha` (Def. 1 with a 1-D map), shape ``[n, 1]``."""
+    n = check_int("n", n, 1)
+    return torch.ones(n, 1, dtype=dtype, device=device)
+
+
+def log_kernel_from_features(log_a, log_b) -> torch.Tensor:
+    r""":math:`\log\mathcal K(a_i, b_j) = \log\sum_l\phi_l(a_i)\phi_l(b_j)` by ``logsumexp``, shape ``[n, m]``."""
+    log_a = check_tensor("log_a", log_a, ndim=2, finite=False)
+    log_b = check_tensor("log_b", log_b, ndim=2, finite=False)
+    if log_a.shape[1] != log_b.shape[1]:
+        raise ValueError(f"log_a and log_b need the same number of features; got {log_a.shape[1]} and {log_b.shape[1]}.")
+    return torch.logsumexp(log_a.unsqueeze(1) + log_b.unsqueeze(0), dim=2)
+
+
+def _weights(weights, n: int, like: torch.Tensor) -> torch.Tensor:
+    w = check_tensor("weights", weights, ndim=1).to(like)
+    if w.shape[0] != n:
+        raise ValueError(f"weights must have one entry per atom ({n}); got {w.shape[0]}.")
+    if bool((w < 0).any()) or abs(float(w.sum()) - 1) > 1e-9:
+        raise ValueError(f"weights must be a probability vector (>= 0, sum 1); got sum {float(w.sum()):.6g}.")
+    return w
+
+
+def adjusted_densities(features, weights) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Definition 2: the masses :math:`z_l` and the adjusted densities :math:`\tilde p_l` on the atoms.
+
+    .. math::
+
+        z_l = \sum_i p_i\,\phi_l(x_i) \ge 0,\qquad \tilde p_l(x_i) = \phi_l(x_i)\,p_i / z_l .
+
+    Returns ``(z [L], ptilde [L, n])``; a row with :math:`z_l = 0` is left at zero.
+    """
+    phi = check_tensor("features", features, ndim=2)
+    if bool((phi < 0).any()):
+        raise ValueError("features must be non-negative (Definition 1).")
+    w = _weights(weights, phi.shape[0], phi)
+    z = w @ phi
+    safe = torch.where(z > 0, z, torch.ones_like(z))
+    ptilde = (phi * w.unsqueeze(1)).T / safe.unsqueeze(1)
+    return z, torch.where(z.unsqueeze(1) > 0, ptilde, torch.zeros_like(ptilde))
+
+
+def variance_limit(gbar, weights, features) -> torch.Tensor:
+    r"""Eq. 4, right-hand side: :math:`\sum_l z_l^2\,\mathbb V_{x_0\sim\tilde p_l}[\bar g(x_0)]`, shape ``[p, p]``.
+
+    ``gbar [n, p]`` holds :math:`\bar g(x_i) = \mathbb E_{\mathrm{aug}}[g(x)\mid x_0 = x_i]` on the atoms.
+    """
+    gbar = _as_matrix("gbar", gbar)
+    z, pt = adjusted_densities(features, weights)
+    mean = pt @ gbar                                     # [L, p]
+    second = torch.einsum("ln,np,nq->lpq", pt, gbar, gbar)
+    var = second - mean.unsqueeze(2) * mean.unsqueeze(1)
+    return torch.einsum("l,lpq->pq", z.pow(2), var)
+
+
+def pairwise_limit(gbar, weights, kernel) -> torch.Tensor:
+    r"""Eq. 4 without the feature expansion, shape ``[p, p]``:
+
+    .. math::
+
+        \tfrac12\sum_{i,j}p_ip_j\,\mathcal K(x_i,x_j)\,(\bar g_i - \bar g_j)(\bar g_i - \bar g_j)^\top
+        = \sum_l z_l^2\,\mathbb V_{\tilde p_l}[\bar g].
+    """
+    gbar = _as_matrix("gbar", gbar)
+    K = check_tensor("kernel", kernel, ndim=2).to(gbar)
+    n = gbar.shape[0]
+    if K.shape != (n, n):
+        raise ValueError(f"kernel must have shape [{n}, {n}]; got {tuple(K.shape)}.")
+    w = _weights(weights, n, gbar)
+    P = K * torch.outer(w, w)
+    lap = torch.diag(P.sum(dim=1)) - P
+    return gbar.T @ lap @ gbar
+
+
+def paper_covariance(alpha, a1, a2, b1=None, b2=None) -> torch.Tensor:
+    r"""Tian (2023) Eq. 3: :math:`\mathbb C_\alpha[a,b]/(2N^2)` in the book's convention (``j = i`` ignored).
+
+    .. math::
+
+        \frac{1}{2N^2}\sum_{i}\sum_{j\ne i}\alpha_{ij}\Big[(a[i]-a[j])(b[i]-b[j])^\top - (a[i]-a[i'])(b[i]-b[i'])^\top\Big].
+    """
+    from .covariance import contrastive_covariance
+
+    a1 = _as_matrix("a1", a1)
+    a2 = _as_matrix("a2", a2)
+    if b1 is not None:
+        b1 = _as_matrix("b1", b1)
+    if b2 is not None:
+        b2 = _as_matrix("b2", b2)
+    n = a1.shape[0]
+    return contrastive_covariance(alpha, a1, a2, b1, b2) / (2 * n * n)
