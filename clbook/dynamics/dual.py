@@ -464,7 +464,8 @@ def half_round_ratio(Wt, b, *, alpha: float, kappa: float, eta: float = 2.0, inn
     Wo = Wt.copy()
     for _ in range(inner_steps):
         Wo = rownorm(Wo - eta * population_gradient(Wo, Wt, b, b, alpha=alpha, kappa=kappa))
-    return Wo, float(np.linalg.norm(offdiag(Wo)) / np.linalg.norm(offdiag(Wt)))
+    base = np.linalg.norm(offdiag(Wt))
+    return Wo, float(np.linalg.norm(offdiag(Wo)) / base) if base > 0 else 0.0
 
 
 # ------------------------------------------------------------------------------------------------------ Lemma 1
