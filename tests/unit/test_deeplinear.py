@@ -183,3 +183,14 @@ def test_bad_input():
         dl.figure2_data(augmentation=3.0, steps=1)
     with pytest.raises(ValueError, match="one start"):
         dl.solve_unconstrained(torch.eye(4, dtype=torch.float64), dl.random_weights([4, 3], n_starts=2), t_max=1.0)
+
+
+def test_euler_matches_manual_steps_and_restores_threads(X):
+    threads = torch.get_num_threads()
+    ws = dl.random_weights([6, 5, 3], seed=12)
+    manual = ws
+    for _ in range(3):
+        manual = [W + 0.05 * g for W, g in zip(manual, dl.flow(manual, X), strict=True)]
+    for a, b in zip(dl.euler(X, ws, eta=0.05, steps=3), manual, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-13, atol=1e-15)
+    assert torch.get_num_threads() == threads
