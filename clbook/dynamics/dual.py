@@ -517,12 +517,13 @@ def phase_figure(alpha: float = 0.8, kappa: float = 0.5, b: float = 0.3, delta: 
 
     alpha, kappa = check_in_range("alpha", alpha, 0.05, 1.0), check_in_range("kappa", kappa, 0.05, 1.0)
     b, delta = check_in_range("b", b, 0.0, 0.95), check_in_range("delta", delta, 0.0, 0.3)
-    d = check_int("d", d, minimum=2, maximum=5)
+    d = check_int("d", d, minimum=2, maximum=4)
+    rounds = check_int("rounds", rounds, minimum=1, maximum=6)
     rng = np.random.default_rng(check_int("seed", seed, minimum=0))
     W0 = np.eye(d) + delta * rng.uniform(-1, 1, (d, d)) * (1 - np.eye(d))
     W1 = np.eye(d) + delta * rng.uniform(-1, 1, (d, d)) * (1 - np.eye(d))
-    run = alternating(W0, W1, b, alpha=alpha, kappa=kappa, eta=2.0, inner_steps=40, rounds=rounds)
     s = alpha ** 2 * kappa
+    run = alternating(W0, W1, b, alpha=alpha, kappa=kappa, eta=1.0 / s, inner_steps=25, rounds=rounds)
     pred = run.offdiag[0] * np.concatenate([[1.0], np.cumprod(s / (run.diag[:-1] - b))])
     fig, (ax0, ax1) = viz.figure(ncols=2, width=8.4, height=3.2)
     bb = np.linspace(0, 0.95, 50)
