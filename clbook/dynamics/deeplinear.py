@@ -27,6 +27,7 @@ Used in Chapter 2.
 """
 from __future__ import annotations
 
+import functools
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -580,9 +581,18 @@ def figure2_data(depth: int = 5, width: int = 8, gap: float = 1.0, augmentation:
                  steps: int = 800, seed: int = 1, layer_scaled: bool = False, n: int = 32, d: int = 10):
     r"""The run behind the paper's Fig. 2: projected training (:func:`train`) of one DeepLin net with widths
     ``[d, width, ..., width, 6]`` on :math:`X_\alpha` of :func:`contrastive_batch` scaled to :math:`\lambda_{\max} = 1`.
-    Returns ``(result, X)``."""
+    Returns ``(result, X)``. Results are cached (the static figure, the panel's first draw and the chapter's table
+    share one run); treat them as read-only."""
     depth = check_int("depth", depth, 1, 8)
     width = check_int("width", width, 2, 64)
+    steps, seed = check_int("steps", steps, 0), check_int("seed", seed, 0)
+    n, d = check_int("n", n, 3), check_int("d", d, 2)
+    return _figure2_run(depth, width, check_nonnegative("gap", gap), check_nonnegative("augmentation", augmentation),
+                        check_positive("eta", eta), steps, seed, bool(layer_scaled), n, d)
+
+
+@functools.lru_cache(maxsize=16)
+def _figure2_run(depth, width, gap, augmentation, eta, steps, seed, layer_scaled, n, d):
     batch = contrastive_batch(n, d, gap=gap, augmentation=augmentation, seed=0)
     lam = float(batch.eigenvalues[0])
     if lam <= 0:
