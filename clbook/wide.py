@@ -24,7 +24,7 @@ import torch
 from ._validate import check_choice, check_int, check_positive
 from .dynamics.ssl import as_array, haar_semi_orthogonal, retract_qr
 
-__all__ = ["ACTIVATIONS", "CURVATURE", "phi", "dphi", "lemma2_ratio", "InitGap", "init_gap", "TrainPair", "train_pair",
+__all__ = ["ACTIVATIONS", "CURVATURE", "phi", "dphi", "lemma2_ratio", "InitGap", "init_gap", "init_gaps", "TrainPair", "train_pair",
            "contrastive_gradients", "train_nets", "gap"]
 
 ACTIVATIONS = ("tanh", "softplus2", "relu", "sigmoid")
@@ -92,8 +92,11 @@ class InitGap:
     lemma2: np.ndarray
 
 
-def init_gap(h: int, x, *, z: int = 3, activation: str = "tanh", reps: int = 20, generator: torch.Generator) -> InitGap:
-    r"""Theorem 1 at initialisation: compare :math:`u^\phi(x)` and :math:`u^{\mathbb I}(x)` for Haar weights.
+def init_gaps(h: int, x, *, z: int = 3, activations=ACTIVATIONS, reps: int = 20, generator: torch.Generator) -> dict:
+    r"""Theorem 1 at initialisation for several activations on the same draws: ``{activation: InitGap}``.
+
+    Each repetition draws :math:`W_1` then :math:`W_2` (Haar, orthonormal columns) with ``generator`` and compares
+    :math:`u^\phi(x)` with :math:`u^{\mathbb I}(x)` for every activation. See :class:`InitGap` for the quantities.
 
     Parameters
     ----------
@@ -103,32 +106,39 @@ def init_gap(h: int, x, *, z: int = 3, activation: str = "tanh", reps: int = 20,
         The input.
     z : int
         Output dimension.
-    activation : str
-        One of :data:`ACTIVATIONS`.
+    activations : sequence of str
+        Names in :data:`ACTIVATIONS`.
     reps : int
         Independent draws of :math:`(W_1, W_2)`.
-    generator : torch.Generator
-        Draws :math:`W_1` then :math:`W_2` for each repetition.
     """
     x = as_array("x", x, 1)
     d = x.shape[0]
     h, z, reps = check_int("h", h, max(d, 2)), check_int("z", z, 1, h), check_int("reps", reps, 1)
-    check_choice("activation", activation, ACTIVATIONS)
-    out = {k: np.empty(reps) for k in ("gap", "eps", "taylor", "bound", "lemma2")}
-    c = CURVATURE[activation]
+    activations = (activations,) if isinstance(activations, str) else tuple(activations)
+    for a in activations:
+        check_choice("activation", a, ACTIVATIONS)
+    out = {a: {k: np.empty(reps) for k in ("gap", "eps", "taylor", "bound", "lemma2")} for a in activations}
     logh2 = math.log(h) ** 2
     for r in range(reps):
         W1 = haar_semi_orthogonal(h, d, generator=generator)
         W2 = haar_semi_orthogonal(h, z, generator=generator)
         a = W1 @ x
-        eps = phi(activation, a) - a
         big_c = h * np.max(W1**2) / logh2
-        out["gap"][r] = np.linalg.norm(W2.T @ eps)
-        out["eps"][r] = np.linalg.norm(eps)
-        out["taylor"][r] = c / 2 * math.sqrt(np.sum(a**4))
-        out["bound"][r] = (big_c / 2) * c * (x @ x) * d * logh2 / math.sqrt(h)
-        out["lemma2"][r] = math.sqrt(h * np.max(W1**2) / logh2)
-    return InitGap(**out)
+        for name in activations:
+            c = CURVATURE[name]
+            eps = phi(name, a) - a
+            o = out[name]
+            o["gap"][r] = np.linalg.norm(W2.T @ eps)
+            o["eps"][r] = np.linalg.norm(eps)
+            o["taylor"][r] = c / 2 * math.sqrt(np.sum(a**4))
+            o["bound"][r] = (big_c / 2) * c * (x @ x) * d * logh2 / math.sqrt(h)
+            o["lemma2"][r] = math.sqrt(big_c)
+    return {name: InitGap(**o) for name, o in out.items()}
+
+
+def init_gap(h: int, x, *, z: int = 3, activation: str = "tanh", reps: int = 20, generator: torch.Generator) -> InitGap:
+    r"""Theorem 1 at initialisation for one activation (see :func:`init_gaps`)."""
+    return init_gaps(h, x, z=z, activations=(activation,), reps=reps, generator=generator)[activation]
 
 
 def contrastive_gradients(W1, W2, x, x_pos, x_neg, activation: str):
