@@ -2,7 +2,7 @@
 power iteration, ODE integration (scipy ``solve_ivp``) and closed forms.
 
 Simulators return a small result dataclass (trajectory, final state, stopping reason).
-One submodule per model (``clbook.dynamics.<name>``); this package re-exports the public names.
+One submodule per model; import the submodule (``from clbook.dynamics import deeplinear``).
 """
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Measurements of learned representations: max-cosine with its chance level, numerical and
 effective rank, alignment, linear probe and kNN (scikit-learn).
 
-One submodule per family of measurements (``clbook.metrics.<name>``); this package
-re-exports the public names.
+One submodule per family of measurements; import the submodule (``from clbook.metrics import maxcos``).
 """
 from __future__ import annotations
 
