@@ -342,9 +342,11 @@ def train(model: str, *, sparsities=(0.1, 0.2, 0.3), seeds=(1, 2, 3, 4, 5), p: i
     temperature = check_positive("temperature", temperature)
     if warm is not None:
         warm = check_nonnegative("warm", warm)
-    check_choice("normalize", normalize, (None, "row", "column"))
+    if normalize not in (None, "row", "column"):
+        raise ValueError(f"normalize must be None, 'row' or 'column'; got normalize = {normalize!r}.")
     record = epochs if record is None else check_int("record", record, 1)
-    check_choice("dtype", dtype, (torch.float64, torch.float32))
+    if dtype not in (torch.float64, torch.float32):
+        raise ValueError(f"dtype must be torch.float64 or torch.float32; got dtype = {dtype!r}.")
     two = spec.loss == "ncl"
     branches = ("o", "t") if two else ("o",)
 
