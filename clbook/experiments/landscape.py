@@ -61,7 +61,7 @@ from ..metrics import maxcos
 __all__ = [
     "Model", "MODELS", "TrainResult", "train", "nt_xent", "ncl_loss", "simsiam_loss", "batchnorm",
     "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_TABLE4", "AUTHORS_SECONDS_PER_EPOCH",
-    "table2", "table1", "table4", "figures", "run", "summarise", "bench", "load", "main", "DATA",
+    "table2", "table1", "table4", "figures", "run", "summarise", "bench", "load", "main", "DATA", "explore_figure", "compare", "METRICS",
 ]
 
 DATA = Path(__file__).resolve().parents[2] / "book" / "data" / "landscape"
@@ -455,14 +455,15 @@ def _provenance(command: str, seconds: float) -> dict:
                 python=platform.python_version(), torch=torch.__version__)
 
 
-def _jobs(experiment: str, *, quick: bool, epochs: int | None, seeds) -> list[tuple[str, str, dict]]:
+def _jobs(experiment: str, *, quick: bool, epochs: int | None, seeds, models=None) -> list[tuple[str, str, dict]]:
     """(tag, model, keyword arguments of :func:`train`) for every job of an experiment; tags are unique within it."""
     E = epochs if epochs is not None else (100 if quick else 8000)
     seeds = list(seeds) if seeds is not None else ([1, 2] if quick else [1, 2, 3, 4, 5])
     betas = [0.1, 0.2, 0.3]
     base = dict(epochs=E, seeds=seeds, sparsities=betas, record=max(E // 20, 1))
     if experiment == "table2":
-        return [(name, name, base) for name in ("CL-basic", "CL-linear", "NCL-basic", "NCL-basic-2L", "NCL-linear", "NCL-basic-code")]
+        names = models or ("CL-basic", "CL-linear", "NCL-basic", "NCL-basic-2L", "NCL-linear", "NCL-basic-code")
+        return [(name, name, base) for name in names]
     if experiment == "table1":  # "diagonal entries in random masks from Bernoulli(0.1)" (Table 1 caption): keep 0.1
         return [(name, name, base | dict(keep=0.1)) for name in ("SimCLR", "SimSiam")]
     if experiment == "table4":
@@ -493,11 +494,12 @@ def _run_job(job):
 
 
 def run(experiments, *, quick: bool = False, epochs: int | None = None, seeds=None, workers: int = 2, dtype: str = "float32",
-        out: Path = DATA) -> dict:
+        out: Path = DATA, models=None, name: str | None = None) -> dict:
     """Run the jobs of ``experiments`` (largest first) on ``workers`` processes of one thread each; write one JSON per experiment."""
     workers = check_int("workers", workers, 1, 2)
     check_choice("dtype", dtype, ("float32", "float64"))
-    jobs = [(e, tag, model, kw, dtype) for e in experiments for tag, model, kw in _jobs(e, quick=quick, epochs=epochs, seeds=seeds)]
+    jobs = [(e, tag, model, kw, dtype) for e in experiments
+            for tag, model, kw in _jobs(e, quick=quick, epochs=epochs, seeds=seeds, models=models)]
     jobs.sort(key=lambda j: -_cost(j[2], j[3]))
     start = time.perf_counter()
     done = {e: [] for e in experiments}
@@ -515,9 +517,8 @@ def run(experiments, *, quick: bool = False, epochs: int | None = None, seeds=No
     out.mkdir(parents=True, exist_ok=True)
     for e in experiments:
         data = dict(experiment=e, quick=quick, epochs=epochs, jobs=done[e],
-                    provenance=_provenance(f"python -m clbook.experiments.landscape {e}{' --quick' if quick else ''}"
-                                           f"{f' --epochs {epochs}' if epochs else ''} (with {experiments})", seconds))
-        path = out / f"{'quick-' if quick else ''}{e}.json"
+                    provenance=_provenance(f"python -m clbook.experiments.landscape {' '.join(sys.argv[1:])}", seconds))
+        path = out / f"{'quick-' if quick else ''}{name or e}.json"
         path.write_text(json.dumps(data, indent=1))
         written[e] = str(path)
     return written
@@ -545,7 +546,8 @@ def figures(**kw) -> dict:
 
 def load(name: str) -> dict:
     """The stored result ``book/data/landscape/<name>.json`` (``table1``, ``table2``, ``table4``, ``figures``, ``bench``, ``quick-...``)."""
-    check_choice("name", name, tuple(f"{q}{e}" for q in ("", "quick-") for e in ("table1", "table2", "table4", "figures", "bench")))
+    names = ("table1", "table2", "table4", "figures", "bench", "table2-cl8000")
+    check_choice("name", name, tuple(f"{q}{e}" for q in ("", "quick-") for e in names))
     return json.loads((DATA / f"{name}.json").read_text())
 
 
@@ -594,8 +596,13 @@ def main(argv=None) -> int:
     parser.add_argument("--epochs", type=int, default=None, help="epochs (default 8000, the paper's; 100 with --quick)")
     parser.add_argument("--workers", type=int, default=2, help="processes of one torch thread each (1 or 2)")
     parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    parser.add_argument("--models", default=None, help="table2 only: comma-separated model names")
+    parser.add_argument("--seeds", default=None, help="comma-separated seeds (default 1-5)")
+    parser.add_argument("--name", default=None, help="output name (default: the experiment's)")
     parser.add_argument("--out", type=Path, default=DATA)
     args = parser.parse_args(argv)
+    models = args.models.split(",") if args.models else None
+    seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
     torch.set_num_threads(1)
     if args.experiment == "bench":
         data = bench(epochs=args.epochs or (20 if args.quick else 200), dtype=args.dtype)
@@ -605,10 +612,62 @@ def main(argv=None) -> int:
         print(json.dumps(data["rows"], indent=1), f"\npeak {data['peak_memory_mb']} MB; wrote {path}")
         return 0
     experiments = ["table2", "table1", "table4", "figures"] if args.experiment == "all" else [args.experiment]
-    written = run(experiments, quick=args.quick, epochs=args.epochs, workers=args.workers, dtype=args.dtype, out=args.out)
+    written = run(experiments, quick=args.quick, epochs=args.epochs, seeds=seeds, workers=args.workers, dtype=args.dtype, out=args.out,
+                  models=models, name=args.name)
     print("wrote", written)
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def explore_figure(model: str = "NCL-basic", sparsity: float = 0.2, warm_c: float = 0.0, aligned: bool = False, normalize: str = "none",
+                   keep: float = 0.5, epochs: int = 150, seed: int = 1):
+    """Panel of Chapter 17: one small run (p = 30, d = 6, m = 30, 256 samples, batch 128, lr 0.1), max-cosines against epochs.
+
+    ``warm_c`` = 0 starts at random, otherwise from the warm start with :math:`\\sigma = p^{-c/2}`; the dashed line
+    is the chance level of a random :math:`W` (:func:`clbook.metrics.maxcos.chance_level`). Returns a Figure.
+    """
+    from .. import viz
+
+    check_nonnegative("warm_c", warm_c)
+    check_choice("normalize", normalize, ("none", "row", "column"))
+    p, d, m = 30, 6, 30
+    res = train(model, sparsities=[sparsity], seeds=[seed], p=p, d=d, m=m, n=256, batch=128, epochs=epochs, lr=0.1, keep=keep,
+                warm=p ** (-warm_c / 2) if warm_c > 0 else None, aligned=aligned, normalize=None if normalize == "none" else normalize,
+                record=max(epochs // 15, 1))
+    fig, ax = viz.figure(width=5.6, height=3.2)
+    for key, values in (("maximum", res.maximum), ("median", res.median), ("minimum", res.minimum)):
+        ax.plot(res.epochs, [v[0] for v in values], marker="o", ms=3, label=key)
+    ax.axhline(maxcos.chance_level(p, d, m).minimum, color="0.5", ls="--", lw=0.8, label="chance (min)")
+    ax.set(xlabel="epoch", ylabel="max-cosine", ylim=(0, 1.02),
+           title=f"{model}, Pr(sparse) = {sparsity}, {'warm c = ' + str(warm_c) if warm_c > 0 else 'random init'}")
+    ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+METRICS = ("maximum", "median", "minimum")
+
+
+def compare(paper: dict, ours: dict, *, n_paper: int = 5, n_ours: int = 5, margin: float = 0.05) -> list[dict]:
+    r"""Cell-by-cell comparison of a table of the paper with ours.
+
+    ``paper`` and ``ours`` map a row key to three ``(mean, sd)`` pairs (max, median, min). A cell *differs beyond
+    noise* when :math:`|\Delta| > \max(\text{margin}, 2\,\mathrm{SE})` with
+    :math:`\mathrm{SE} = \sqrt{s_p^2/n_p + s_o^2/n_o}` (the standard error of a difference of two means).
+    Returns one dict per cell: ``key``, ``metric``, ``paper``, ``paper_sd``, ``ours``, ``ours_sd``, ``delta``, ``se``, ``differs``.
+    """
+    check_nonnegative("margin", margin)
+    n_paper, n_ours = check_int("n_paper", n_paper, 1), check_int("n_ours", n_ours, 1)
+    out = []
+    for key in paper:
+        if key not in ours:
+            raise ValueError(f"ours has no row {key!r}; it has {sorted(ours, key=str)}.")
+        for k, metric in enumerate(METRICS):
+            (pm, ps), (om, osd) = paper[key][k], ours[key][k]
+            se = math.sqrt(ps ** 2 / n_paper + osd ** 2 / n_ours)
+            delta = om - pm
+            out.append(dict(key=key, metric=metric, paper=pm, paper_sd=ps, ours=om, ours_sd=osd, delta=delta, se=se,
+                            differs=abs(delta) > max(margin, 2 * se)))
+    return out

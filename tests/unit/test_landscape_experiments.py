@@ -121,3 +121,13 @@ def test_bad_input_misc():
         L.load("table9")
     with pytest.raises(ValueError, match="experiment"):
         L.run(["table9"], epochs=1)
+
+
+def test_compare():
+    paper = {("A", 0.1): ((0.9, 0.01), (0.8, 0.01), (0.5, 0.3))}
+    ours = {("A", 0.1): ((0.9, 0.01), (0.6, 0.01), (0.7, 0.01))}
+    cells = L.compare(paper, ours)
+    assert [c["differs"] for c in cells] == [False, True, False]  # min: 0.2 < 2 SE = 0.27
+    assert cells[1]["delta"] == pytest.approx(-0.2)
+    with pytest.raises(ValueError, match="no row"):
+        L.compare(paper, {})
