@@ -1,0 +1,473 @@
+r"""Critical points of the one-layer dynamics: stability, roughness, power iteration, augmentation.
+
+Tian (2023), Sec. 3.2–3.3 and App. B.3–B.5. A node follows :math:`\dot w = F(w) := P^\perp_wA(w)w` on the unit
+sphere (Lemma 3, Eq. 7). At a critical point :math:`w_*` with :math:`A(w_*)w_* = \lambda_*w_*`:
+
+* **stability** (Thm 1): the tangent Jacobian of :math:`F`,
+
+  .. math::
+
+      J = P^\perp_{w_*}\big(A(w_*) - \lambda_*I\big)P^\perp_{w_*} + P^\perp_{w_*}\,D[A(v)w_*]_{v=w_*}P^\perp_{w_*},
+
+  and the roughness :math:`\rho(w_*) = \|D[A(v)w_*]_{v=w_*}P^\perp_{w_*}\|_2` (the smallest :math:`\rho` with
+  :math:`\|(A(v)-A(w_*))w_*\|\le\rho\|v-w_*\| + O(\|v-w_*\|^2)`);
+* **population model** (this module): a mixture of isotropic Gaussians, for which the ReLU-gated covariance
+  :math:`A(w) = \mathbb V[x\,\mathbb 1(w^\top x>0)]` (uniform :math:`\alpha`, Cor. 1) has a closed form, so
+  :math:`A` is smooth and :math:`J`, :math:`\rho` follow by autograd in float64;
+* **roughness in closed form** (proved in Chapter 7): with uniform :math:`\alpha`,
+  :math:`D[A(v)w_*][u] = -\mathbb E[h(w_*^\top x)]\,Bu` with the plane moment
+  :math:`B = \int_{w_*^\top x = 0}xx^\top p(x)\,\mathrm dS`; with the Gaussian :math:`\alpha` of Cor. 2 (frozen),
+  the factor is :math:`\mathbb E[g\,e^{-g^2/2\tau}]`, :math:`g = h(w_*^\top x)`;
+* **power iteration** (Eq. PI, Thm 3): :math:`w \leftarrow A(w)w/\|A(w)w\|` with cycle detection;
+* **augmentation by rotations** (App. B.5): the Fig. 8 landscape averaged over rotation jitter, in closed form.
+
+Used in Chapters 7 and 8.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .._validate import check_in_range, check_int, check_nonnegative, check_positive, check_tensor
+
+__all__ = [
+    "one_thread", "Mixture", "three_clusters", "mixture_gated_covariance", "mixture_plane_moment", "mixture_mean_output",
+    "mixture_z0", "mixture_gaussian_factor", "plane_density_max_2d", "projected_field", "tangent_basis", "StabilityReport",
+    "stability_report", "find_critical", "perturb_and_return", "PowerIteration", "power_iteration", "perturbed_patterns",
+    "lemma7_terms", "jitter_landscape", "cyclic_landscape", "mixture_grid", "gaussian_alpha_covariance", "lemma_terms_along",
+]
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run tiny linear algebra on one intra-op thread (results then do not depend on ``CLBOOK_THREADS``)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@dataclass
+class Mixture:
+    r"""Mixture of isotropic Gaussians :math:`\sum_k\pi_k\,\mathcal N(m_k, \sigma^2 I)`: ``means [k, d]``, ``weights [k]``."""
+
+    means: torch.Tensor
+    weights: torch.Tensor
+    sigma: float
+
+
+def _check_mixture(mix: Mixture) -> Mixture:
+    if not isinstance(mix, Mixture):
+        raise TypeError(f"mix must be a Mixture; got {type(mix).__name__}.")
+    m = check_tensor("mix.means", mix.means, ndim=2).to(torch.float64)
+    p = check_tensor("mix.weights", mix.weights, ndim=1).to(torch.float64)
+    if p.shape[0] != m.shape[0] or bool((p < 0).any()) or abs(float(p.sum()) - 1) > 1e-9:
+        raise ValueError(f"mix.weights must be a probability vector over the {m.shape[0]} components.")
+    return Mixture(m, p, check_positive("mix.sigma", mix.sigma))
+
+
+def three_clusters(sigma: float, *, weights=(0.3, 0.3, 0.4), angles=(0.0, 120.0, 240.0), scale: float = 1.0) -> Mixture:
+    """The 2-D example of Chapter 7 (study note C4): clusters at unit distance ``scale`` and the given angles (degrees)."""
+    sigma = check_positive("sigma", sigma)
+    scale = check_positive("scale", scale)
+    a = torch.tensor(angles, dtype=torch.float64) * math.pi / 180
+    w = torch.tensor(weights, dtype=torch.float64)
+    if w.shape != a.shape:
+        raise ValueError(f"weights and angles must have the same length; got {len(weights)} and {len(angles)}.")
+    return _check_mixture(Mixture(scale * torch.stack([torch.cos(a), torch.sin(a)], 1), w / w.sum(), sigma * scale))
+
+
+def _unit(w) -> torch.Tensor:
+    w = check_tensor("w", w, ndim=1)
+    n = torch.linalg.vector_norm(w)
+    if float(n.detach()) == 0:
+        raise ValueError("w must be non-zero.")
+    return w / n
+
+
+def _std(c):
+    return torch.special.ndtr(c), torch.exp(-0.5 * c * c) / math.sqrt(2 * math.pi)
+
+
+def mixture_gated_covariance(w, mix: Mixture, *, activation: str = "relu") -> torch.Tensor:
+    r"""Population :math:`A(w) = \mathbb V[x\,h'(w^\top x)]` for a Gaussian mixture, differentiable in ``w``, ``[d, d]``.
+
+    With :math:`c_k = w^\top m_k/\sigma`, :math:`\Phi = \Phi(c_k)`, :math:`\varphi = \varphi(c_k)` and unit :math:`w`:
+
+    .. math::
+
+        \mathbb E_k[x\mathbb 1] = m_k\Phi + \sigma\varphi w,\qquad
+        \mathbb E_k[xx^\top\mathbb 1] = m_km_k^\top\Phi + \sigma\varphi(m_kw^\top + wm_k^\top) + \sigma^2(\Phi I - c_k\varphi ww^\top).
+
+    ``activation`` is ``"relu"`` or ``"linear"`` (then :math:`A = \operatorname{Cov}[x]`).
+    """
+    mix = _check_mixture(mix)
+    if activation not in ("relu", "linear"):
+        raise ValueError(f"activation must be 'relu' or 'linear'; got {activation!r}.")
+    w = _unit(w)
+    m, p, s = mix.means, mix.weights, mix.sigma
+    d = m.shape[1]
+    eye = torch.eye(d, dtype=w.dtype)
+    if activation == "linear":
+        mean = p @ m
+        return torch.einsum("k,ki,kj->ij", p, m, m) + s * s * eye - torch.outer(mean, mean)
+    c = m @ w / s
+    Phi, phi = _std(c)
+    e = (p * Phi) @ m + s * (p @ phi) * w
+    mw = torch.einsum("k,ki->i", p * phi, m)
+    E = (torch.einsum("k,ki,kj->ij", p * Phi, m, m) + s * (torch.outer(mw, w) + torch.outer(w, mw))
+         + s * s * ((p @ Phi) * eye - (p @ (c * phi)) * torch.outer(w, w)))
+    return E - torch.outer(e, e)
+
+
+def mixture_plane_moment(w, mix: Mixture) -> torch.Tensor:
+    r"""Plane moment :math:`B = \int_{w^\top x=0}xx^\top p(x)\,\mathrm dS`, ``[d, d]``.
+
+    .. math::
+
+        B = \sum_k\pi_k\frac{\varphi(c_k)}{\sigma}(Pm_km_k^\top P + \sigma^2P),\qquad P = I - ww^\top.
+    """
+    mix = _check_mixture(mix)
+    w = _unit(w)
+    P = torch.eye(w.shape[0], dtype=w.dtype) - torch.outer(w, w)
+    pm = mix.means @ P
+    _, phi = _std(mix.means @ w / mix.sigma)
+    wt = mix.weights * phi / mix.sigma
+    return torch.einsum("k,ki,kj->ij", wt, pm, pm) + mix.sigma ** 2 * wt.sum() * P
+
+
+def mixture_mean_output(w, mix: Mixture) -> torch.Tensor:
+    r""":math:`\mathbb E[\mathrm{relu}(w^\top x)] = \sum_k\pi_k(a_k\Phi(a_k/\sigma) + \sigma\varphi(a_k/\sigma))`,
+    :math:`a_k = w^\top m_k`."""
+    mix = _check_mixture(mix)
+    a = mix.means @ _unit(w)
+    Phi, phi = _std(a / mix.sigma)
+    return mix.weights @ (a * Phi + mix.sigma * phi)
+
+
+def mixture_z0(w, mix: Mixture, *, temperature: float) -> torch.Tensor:
+    r"""Cor. 2: :math:`z_0 = \mathbb E[e^{-g^2/2\tau}]`, :math:`g = \mathrm{relu}(w^\top x)`, in closed form.
+
+    For :math:`s\sim\mathcal N(a, \sigma^2)`: :math:`\mathbb E[e^{-s^2/2\tau}\mathbb 1(s>0)] = \sqrt{\tau/(\tau+\sigma^2)}\,
+    e^{-a^2/2(\tau+\sigma^2)}\,\Phi(a\sqrt{\tau}/(\sigma\sqrt{\tau+\sigma^2}))`.
+    """
+    mix = _check_mixture(mix)
+    tau = check_positive("temperature", temperature)
+    a = mix.means @ _unit(w)
+    s2 = mix.sigma ** 2
+    pos = math.sqrt(tau / (tau + s2)) * torch.exp(-a * a / (2 * (tau + s2))) * torch.special.ndtr(
+        a * math.sqrt(tau) / (mix.sigma * math.sqrt(tau + s2)))
+    return mix.weights @ (torch.special.ndtr(-a / mix.sigma) + pos)
+
+
+def mixture_gaussian_factor(w, mix: Mixture, *, temperature: float) -> torch.Tensor:
+    r""":math:`\mathbb E[g\,e^{-g^2/2\tau}]`, :math:`g = \mathrm{relu}(w^\top x)`: the roughness factor under the Gaussian :math:`\alpha`.
+
+    For :math:`s\sim\mathcal N(a,\sigma^2)`, the Gaussian product gives :math:`\kappa\,\mathbb E[s'\mathbb 1(s'>0)]` with
+    :math:`s'\sim\mathcal N(a\tau/(\tau+\sigma^2), \tau\sigma^2/(\tau+\sigma^2))` and
+    :math:`\kappa = \sqrt{\tau/(\tau+\sigma^2)}\,e^{-a^2/2(\tau+\sigma^2)}`.
+    """
+    mix = _check_mixture(mix)
+    tau = check_positive("temperature", temperature)
+    a = mix.means @ _unit(w)
+    s2 = mix.sigma ** 2
+    kappa = math.sqrt(tau / (tau + s2)) * torch.exp(-a * a / (2 * (tau + s2)))
+    mu, sd = a * tau / (tau + s2), math.sqrt(tau * s2 / (tau + s2))
+    Phi, phi = _std(mu / sd)
+    return mix.weights @ (kappa * (mu * Phi + sd * phi))
+
+
+def plane_density_max_2d(w, mix: Mixture, *, half_width: float = 4.0, points: int = 8001) -> float:
+    r"""Thm 2's :math:`r = \max_{w^\top x = 0}p(x)` for uniform :math:`\alpha` in 2-D, on a grid of the line :math:`x = t\,w^\perp`."""
+    mix = _check_mixture(mix)
+    if mix.means.shape[1] != 2:
+        raise ValueError("plane_density_max_2d needs 2-D data.")
+    w = _unit(w)
+    half_width = check_positive("half_width", half_width)
+    points = check_int("points", points, 3)
+    t = torch.linspace(-half_width, half_width, points, dtype=torch.float64)
+    x = t.unsqueeze(1) * torch.stack([-w[1], w[0]]).unsqueeze(0)
+    d2 = ((x.unsqueeze(1) - mix.means.unsqueeze(0)) ** 2).sum(-1)
+    dens = (mix.weights * torch.exp(-d2 / (2 * mix.sigma ** 2))).sum(1) / (2 * math.pi * mix.sigma ** 2)
+    return float(dens.max())
+
+
+def projected_field(w, A_fn) -> torch.Tensor:
+    r"""Eq. 7 right-hand side :math:`F(w) = P^\perp_wA(w)w` for a unit ``w``; ``A_fn(w)`` returns :math:`A(w)`."""
+    Aw = A_fn(w) @ w
+    return Aw - (w @ Aw) * w
+
+
+def tangent_basis(w) -> torch.Tensor:
+    r"""Orthonormal basis of :math:`w^\perp`, ``[d, d-1]`` (columns): eigenvectors of :math:`P^\perp_w` for eigenvalue 1."""
+    w = _unit(w)
+    P = torch.eye(w.shape[0], dtype=w.dtype) - torch.outer(w, w)
+    return torch.linalg.eigh(P)[1][:, 1:]
+
+
+@dataclass
+class StabilityReport:
+    r"""At a critical point: :math:`\lambda_*`, gap, residual :math:`\|F(w_*)\|`, roughness :math:`\rho`,
+    tangent Jacobian eigenvalues (real parts, ascending), :math:`\max_u u^\top Ju` (numerical range), Thm 1's bound
+    :math:`-(\lambda_{\rm gap}-\rho)`, ``is_lme`` (:math:`w_*` is the top eigenvector with a positive gap)."""
+
+    lam: float
+    gap: float
+    residual: float
+    rho: float
+    jac_eigs: list
+    numerical_range_max: float
+    thm1_bound: float
+    is_lme: bool
+
+
+def stability_report(w, A_fn) -> StabilityReport:
+    """Thm 1 quantities at ``w`` by autograd (float64): :math:`J` of :math:`F` on the tangent space and :math:`\\rho`."""
+    w = _unit(w).detach()
+    Q = tangent_basis(w)
+    A = A_fn(w).detach()
+    ev, evec = torch.linalg.eigh(A)
+    lam = float(w @ A @ w)
+    JF = torch.autograd.functional.jacobian(lambda v: projected_field(v / torch.linalg.vector_norm(v), A_fn), w)
+    JA = torch.autograd.functional.jacobian(lambda v: A_fn(v / torch.linalg.vector_norm(v)) @ w, w)
+    J = Q.T @ JF @ Q
+    rho = float(torch.linalg.matrix_norm(JA @ Q, ord=2))
+    nr = float(torch.linalg.eigvalsh(0.5 * (J + J.T)).max())
+    gap = float(ev[-1] - ev[-2])
+    return StabilityReport(lam, gap, float(torch.linalg.vector_norm(A @ w - lam * w)), rho,
+                           sorted(torch.linalg.eigvals(J).real.tolist()), nr, -(gap - rho),
+                           bool(abs(float(evec[:, -1] @ w)) > 1 - 1e-8 and gap > 0))
+
+
+def find_critical(w0, A_fn, *, step: float = 2.0, max_steps: int = 4000, tol: float = 1e-13) -> torch.Tensor:
+    r"""A critical point reached from ``w0``: projected ascent :math:`w\leftarrow\mathrm{normalize}(w + \eta F(w))` until
+    :math:`\|F\| <` ``tol`` (or ``max_steps``), on one thread."""
+    step = check_positive("step", step)
+    max_steps = check_int("max_steps", max_steps, 1)
+    w = _unit(w0).detach()
+    with one_thread(), torch.no_grad():
+        for _ in range(max_steps):
+            f = projected_field(w, A_fn)
+            if float(torch.linalg.vector_norm(f)) < tol:
+                break
+            w = w + step * f
+            w = w / torch.linalg.vector_norm(w)
+    return w
+
+
+def perturb_and_return(w_star, A_fn, *, eps: float, directions: int, generator: torch.Generator, step: float = 1.0,
+                       steps: int = 300) -> torch.Tensor:
+    r"""Perturb :math:`w_*` by ``eps`` along ``directions`` random tangent directions, follow Eq. 7 (explicit steps
+    on the sphere), return the final distances :math:`\|w(T) - w_*\|`, ``[directions]``."""
+    eps = check_positive("eps", eps)
+    directions = check_int("directions", directions, 1)
+    steps = check_int("steps", steps, 1)
+    w_star = _unit(w_star).detach()
+    Q = tangent_basis(w_star)
+    g = torch.randn(directions, Q.shape[1], generator=generator, dtype=torch.float64)
+    U = (g / torch.linalg.vector_norm(g, dim=1, keepdim=True)) @ Q.T
+    out = []
+    with one_thread(), torch.no_grad():
+        for u in U:
+            w = math.sqrt(1 - eps * eps) * w_star + eps * u
+            for _ in range(steps):
+                w = w + step * projected_field(w, A_fn)
+                w = w / torch.linalg.vector_norm(w)
+            out.append(float(torch.linalg.vector_norm(w - w_star)))
+    return torch.tensor(out, dtype=torch.float64)
+
+
+@dataclass
+class PowerIteration:
+    r"""Eq. PI trajectory: iterates ``W [T+1, d]``, discrepancies :math:`\|w(t+1)-w(t)\|` ``[T]``,
+    :math:`c_t = \phi_1(t)^\top w(t)` ``[T+1]``, gaps ``[T+1]``, ``cycle`` (period of an exactly repeating state, 0 if none)."""
+
+    W: torch.Tensor
+    discrepancy: torch.Tensor
+    c: torch.Tensor
+    gap: torch.Tensor
+    cycle: int
+
+
+def power_iteration(w0, A_fn, *, steps: int = 100, shift: float = 0.0, cycle_tol: float = 1e-12) -> PowerIteration:
+    r"""Eq. PI, :math:`w \leftarrow (A(w)+sI)w/\|(A(w)+sI)w\|` (``shift`` :math:`s\ge0`, Eq. 104), on one thread.
+
+    ``cycle`` is the smallest period :math:`p\ge2` with :math:`\|w(T) - w(T-p)\| <` ``cycle_tol`` while
+    :math:`\|w(T)-w(T-1)\|\ge` ``cycle_tol`` (a limit cycle of the discrete map), else 0. The sign of
+    :math:`\phi_1(t)` is chosen so that :math:`c_t\ge0`.
+    """
+    steps = check_int("steps", steps, 1)
+    shift = check_nonnegative("shift", shift)
+    w = _unit(w0).detach()
+    Ws, cs, gaps = [w], [], []
+    with one_thread(), torch.no_grad():
+        for t in range(steps + 1):
+            A = A_fn(w)
+            ev, evec = torch.linalg.eigh(A)
+            cs.append(abs(float(evec[:, -1] @ w)))
+            gaps.append(float(ev[-1] - ev[-2]))
+            if t == steps:
+                break
+            v = A @ w + shift * w
+            w = v / torch.linalg.vector_norm(v)
+            Ws.append(w)
+    W = torch.stack(Ws)
+    disc = torch.linalg.vector_norm(W[1:] - W[:-1], dim=1)
+    cycle = 0
+    if float(disc[-1]) >= cycle_tol:
+        for p in range(2, min(50, steps) + 1):
+            if float(torch.linalg.vector_norm(W[-1] - W[-1 - p])) < cycle_tol:
+                cycle = p
+                break
+    return PowerIteration(W, disc, torch.tensor(cs, dtype=torch.float64), torch.tensor(gaps, dtype=torch.float64), cycle)
+
+
+def perturbed_patterns(d: int, eta: float, *, generator: torch.Generator) -> torch.Tensor:
+    r"""Fig. 1 (right): :math:`U = \mathrm{orth} + \eta\,G/\sqrt d`, columns renormalised, ``[d, d]`` (:math:`G` standard normal)."""
+    d = check_int("d", d, 1)
+    eta = check_nonnegative("eta", eta)
+    Q, _ = torch.linalg.qr(torch.randn(d, d, generator=generator, dtype=torch.float64))
+    U = Q + eta * torch.randn(d, d, generator=generator, dtype=torch.float64) / math.sqrt(d)
+    return U / torch.linalg.vector_norm(U, dim=0, keepdim=True)
+
+
+def lemma7_terms(A, w) -> dict:
+    r"""Lemmas 7–8 for one PD matrix (batched ``A [n, d, d]``, ``w [n, d]``, unit, :math:`c>0` after a sign flip of
+    :math:`\phi_1`): returns ``c``, ``d`` (:math:`\phi_1^\top w'` with :math:`w' = Aw/\|Aw\|`), ``mu``
+    (:math:`\frac{1+c}{2c^2}(\lambda_2/\lambda_1)^2`), ``step`` (:math:`\|w'-w\|`) and ``step_bound``
+    (:math:`\sqrt{2(1+\mu c)(1-c)}`)."""
+    A = check_tensor("A", A, ndim=3)
+    w = check_tensor("w", w, ndim=2)
+    ev, evec = torch.linalg.eigh(A)
+    phi = evec[..., -1]
+    c = (phi * w).sum(-1)
+    phi = phi * torch.sign(c).unsqueeze(-1)
+    c = c.abs()
+    wn = torch.einsum("nij,nj->ni", A, w)
+    wn = wn / torch.linalg.vector_norm(wn, dim=1, keepdim=True)
+    mu = (1 + c) / (2 * c * c) * (ev[:, -2] / ev[:, -1]) ** 2
+    return {"c": c, "d": (phi * wn).sum(-1), "mu": mu, "step": torch.linalg.vector_norm(wn - w, dim=1),
+            "step_bound": torch.sqrt(2 * (1 + mu * c) * (1 - c))}
+
+
+def _relu_cos_antiderivative(u: torch.Tensor) -> torch.Tensor:
+    r""":math:`\int_{-\pi/2}^u\max(\cos s, 0)\,\mathrm ds`, exact and periodic-aware."""
+    v = u + math.pi / 2
+    n = torch.floor(v / (2 * math.pi))
+    r = v - 2 * math.pi * n
+    return 2 * n + 1 - torch.cos(torch.clamp(r, max=math.pi))
+
+
+def jitter_landscape(theta, angles, *, jitter: float) -> torch.Tensor:
+    r"""App. B.5 on Fig. 8: :math:`\mathcal E(\theta) = \tfrac12\mathbb V_{x_0}[b(\theta|x_0)]` with ReLU, uniform
+    :math:`\alpha` and rotation jitter :math:`t\sim U[-a, a]` of unit points at ``angles``, in closed form:
+
+    .. math::
+
+        b(\theta|\theta_j) = \frac{1}{2a}\int_{-a}^{a}\max(\cos(\theta-\theta_j-t), 0)\,\mathrm dt
+        = \frac{F(\theta-\theta_j+a) - F(\theta-\theta_j-a)}{2a},
+
+    with :math:`F` the antiderivative of :math:`\max(\cos, 0)`; ``jitter`` :math:`a = 0` is the plain Fig. 8.
+    """
+    theta = check_tensor("theta", theta, ndim=1)
+    angles = check_tensor("angles", angles, ndim=1)
+    a = check_in_range("jitter", jitter, 0.0, math.pi)
+    delta = theta.unsqueeze(1) - angles.unsqueeze(0)
+    if a == 0:
+        b = torch.clamp(torch.cos(delta), min=0)
+    else:
+        b = (_relu_cos_antiderivative(delta + a) - _relu_cos_antiderivative(delta - a)) / (2 * a)
+    return 0.5 * b.var(dim=1, unbiased=False)
+
+
+def cyclic_landscape(theta, angles, *, order: int) -> torch.Tensor:
+    r"""App. B.5 with the cyclic group :math:`C_n` (``order`` :math:`n`): :math:`b(\theta|x_0) = \frac1n\sum_k
+    \mathrm{relu}(\cos(\theta-\theta_j-2\pi k/n))`; :math:`\mathcal E` is exactly :math:`2\pi/n`-periodic."""
+    theta = check_tensor("theta", theta, ndim=1)
+    angles = check_tensor("angles", angles, ndim=1)
+    n = check_int("order", order, 1)
+    shifts = 2 * math.pi * torch.arange(n, dtype=theta.dtype) / n
+    delta = theta[:, None, None] - angles[None, :, None] - shifts[None, None, :]
+    b = torch.clamp(torch.cos(delta), min=0).mean(-1)
+    return 0.5 * b.var(dim=1, unbiased=False)
+
+
+def mixture_grid(mix: Mixture, *, points: int = 301, reach: float = 5.0) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""2-D quadrature grid for a mixture: nodes ``[n, 2]`` on a square covering every mean :math:`\pm` ``reach`` :math:`\sigma`,
+    and weights ``[n]`` :math:`p(x)h^2`, renormalised to sum to one."""
+    mix = _check_mixture(mix)
+    if mix.means.shape[1] != 2:
+        raise ValueError("mixture_grid needs 2-D data.")
+    points = check_int("points", points, 3)
+    half = float(mix.means.abs().max()) + check_positive("reach", reach) * mix.sigma
+    t = torch.linspace(-half, half, points, dtype=torch.float64)
+    x = torch.cartesian_prod(t, t)
+    d2 = ((x.unsqueeze(1) - mix.means.unsqueeze(0)) ** 2).sum(-1)
+    p = (mix.weights * torch.exp(-d2 / (2 * mix.sigma ** 2))).sum(1)
+    return x, p / p.sum()
+
+
+def gaussian_alpha_covariance(w, w_alpha, nodes, weights, *, temperature: float, terms: int = 200) -> torch.Tensor:
+    r"""Large-batch gated covariance under the Gaussian :math:`\alpha` of Cor. 2, frozen at ``w_alpha`` (stop-gradient):
+
+    .. math::
+
+        A_{\rm g}(w) = \sum_{l\ge0}\Big(z_l\,\mathbb E[\phi_l\tilde x\tilde x^\top]
+        - \mathbb E[\phi_l\tilde x]\,\mathbb E[\phi_l\tilde x]^\top\Big),\qquad
+        \phi_l = e^{-g^2/2\tau}\frac{g^l}{\sqrt{l!\,\tau^l}},\ g = \mathrm{relu}(w_\alpha^\top x),\ \tilde x = x\,\mathbb 1(w^\top x > 0),
+
+    i.e. :math:`\sum_lz_l^2\mathbb V_{\tilde p_l}[\tilde x]` (Lemma 2), on quadrature ``nodes [n, d]`` with ``weights [n]``;
+    features in log space, ``terms`` of them.
+    """
+    nodes = check_tensor("nodes", nodes, ndim=2)
+    weights = check_tensor("weights", weights, ndim=1)
+    tau = check_positive("temperature", temperature)
+    terms = check_int("terms", terms, 1)
+    g = torch.clamp(nodes @ _unit(w_alpha), min=0)
+    ls = torch.arange(terms, dtype=torch.float64)
+    logphi = (-g * g / (2 * tau)).unsqueeze(1) + torch.special.xlogy(ls.unsqueeze(0), g.unsqueeze(1)) \
+        - 0.5 * torch.lgamma(ls + 1) - 0.5 * ls * math.log(tau)
+    phi = torch.exp(logphi)                                                    # [n, L]
+    xt = nodes * (nodes @ _unit(w) > 1e-12).to(nodes.dtype).unsqueeze(1)
+    z = weights @ phi                                                          # [L]
+    k = phi @ z                                                                # E_y K(x, y)
+    m = (phi * weights.unsqueeze(1)).T @ xt                                    # [L, d]
+    return torch.einsum("n,ni,nj->ij", weights * k, xt, xt) - m.T @ m
+
+
+def lemma_terms_along(W, A_fn) -> dict:
+    r"""Lemmas 7–11 along a power-iteration trajectory ``W [T+1, d]`` (from :func:`power_iteration`), ``[T]`` each.
+
+    Returns ``c`` (:math:`c_t = \phi_1(t)^\top w(t)`), ``d`` (:math:`d_t = \phi_1(t)^\top w(t+1)`), ``c_next``
+    (:math:`c_{t+1}`), ``mu`` (Lemma 7), the local Lipschitz ratio ``L`` :math:`= \|\delta A(t)\|_2/\|\delta w(t)\|_2`,
+    the local ``kappa`` :math:`= \|\phi_1' - \phi_1 - \Delta\phi_1\|/\|\delta A\|_2^2` of Lemma 9, ``nu`` (Lemma 10 with
+    these ``L``, ``kappa``), ``omega`` :math:`= \mu + \nu` (Def. 4) and ``gap``. Signs of :math:`\phi_1` are aligned
+    with :math:`w(t)`; ``A_fn`` must give positive definite matrices along the trajectory.
+    """
+    W = check_tensor("W", W, ndim=2)
+    out = {k: [] for k in ("c", "d", "c_next", "mu", "L", "kappa", "nu", "omega", "gap")}
+    with one_thread(), torch.no_grad():
+        As = [A_fn(w) for w in W]
+        eig = [torch.linalg.eigh(A) for A in As]
+        for t in range(W.shape[0] - 1):
+            (ev, V), (_, V1) = eig[t], eig[t + 1]
+            phi = V[:, -1] * torch.sign(V[:, -1] @ W[t])
+            phi1 = V1[:, -1] * torch.sign(V1[:, -1] @ phi)
+            c, d = float(phi @ W[t]), float(phi @ W[t + 1])
+            gap = float(ev[-1] - ev[-2])
+            mu = (1 + c) / (2 * c * c) * float(ev[-2] / ev[-1]) ** 2
+            dA = As[t + 1] - As[t]
+            nA = float(torch.linalg.matrix_norm(dA, ord=2))
+            L = nA / max(float(torch.linalg.vector_norm(W[t + 1] - W[t])), 1e-300)
+            coef = (V[:, :-1].T @ dA @ V[:, -1]) / (ev[-1] - ev[:-1])
+            dphi = V[:, :-1] @ coef * torch.sign(V[:, -1] @ W[t])
+            kappa = float(torch.linalg.vector_norm(phi1 - phi - dphi)) / nA ** 2 if nA > 0 else 0.0
+            nu = 2 * kappa * L * L * (1 + mu * c) + 2 * L / gap * math.sqrt(mu * (1 + mu * c))
+            for k, v in zip(out, (c, d, float(phi1 @ W[t + 1]), mu, L, kappa, nu, mu + nu, gap)):
+                out[k].append(v)
+    return {k: torch.tensor(v, dtype=torch.float64) for k, v in out.items()}

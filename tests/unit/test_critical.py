@@ -1,0 +1,131 @@
+"""Tests for clbook.dynamics.critical (Chapters 7-8)."""
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clbook.dynamics import critical, onelayer
+
+
+def _mc_A(w, mix, n, seed):
+    gen = torch.Generator().manual_seed(seed)
+    comp = torch.multinomial(mix.weights, n, replacement=True, generator=gen)
+    x = mix.means[comp] + mix.sigma * torch.randn(n, mix.means.shape[1], generator=gen, dtype=torch.float64)
+    return torch.cov((x * (x @ w > 0).double().unsqueeze(1)).T, correction=0)
+
+
+def test_mixture_covariance_matches_monte_carlo_3d():
+    mix = critical.Mixture(torch.eye(3, dtype=torch.float64), torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64), 0.4)
+    w = torch.tensor([0.5, 0.7, -0.2], dtype=torch.float64)
+    A = critical.mixture_gated_covariance(w, mix)
+    assert torch.allclose(A, _mc_A(w / w.norm(), mix, 300_000, 0), atol=4e-3)
+    assert torch.allclose(A, A.T)
+
+
+def test_linear_activation_is_covariance():
+    mix = critical.three_clusters(0.3)
+    A = critical.mixture_gated_covariance(torch.tensor([1.0, 0.0], dtype=torch.float64), mix, activation="linear")
+    mean = mix.weights @ mix.means
+    C = torch.einsum("k,ki,kj->ij", mix.weights, mix.means, mix.means) + 0.09 * torch.eye(2, dtype=torch.float64) - torch.outer(mean, mean)
+    assert torch.allclose(A, C, atol=1e-14)
+
+
+def test_sign_proposition_in_3d():
+    """J = P(A - lam)P - E[h] B on the tangent space (Chapter 7 proposition), checked by autograd in 3-D."""
+    mix = critical.Mixture(torch.eye(3, dtype=torch.float64), torch.tensor([0.4, 0.3, 0.3], dtype=torch.float64), 0.35)
+    A_fn = lambda v: critical.mixture_gated_covariance(v, mix)  # noqa: E731
+    w = critical.find_critical(mix.means[0], A_fn)
+    rep = critical.stability_report(w, A_fn)
+    assert rep.residual < 1e-12 and rep.is_lme
+    Q = critical.tangent_basis(w)
+    B = critical.mixture_plane_moment(w, mix)
+    J = Q.T @ (A_fn(w) - rep.lam * torch.eye(3, dtype=torch.float64)) @ Q - critical.mixture_mean_output(w, mix) * Q.T @ B @ Q
+    assert sorted(torch.linalg.eigvalsh(J).tolist()) == pytest.approx(rep.jac_eigs, abs=1e-10)
+    assert rep.numerical_range_max <= rep.thm1_bound + 1e-12
+    assert rep.numerical_range_max <= -rep.gap + 1e-12
+
+
+def test_z0_and_gaussian_factor_by_quadrature():
+    mix = critical.three_clusters(0.3)
+    w = torch.tensor([math.cos(0.3), math.sin(0.3)], dtype=torch.float64)
+    nodes, weights = critical.mixture_grid(mix, points=241)
+    g = torch.clamp(nodes @ w, min=0)
+    for tau in (0.2, 1.0):
+        z0 = float(weights @ torch.exp(-g * g / (2 * tau)))
+        assert float(critical.mixture_z0(w, mix, temperature=tau)) == pytest.approx(z0, abs=1e-3)
+        assert float(critical.mixture_gaussian_factor(w, mix, temperature=tau)) == pytest.approx(
+            float(weights @ (g * torch.exp(-g * g / (2 * tau)))), abs=1e-3)
+    assert float(critical.mixture_mean_output(w, mix)) == pytest.approx(float(weights @ g), abs=1e-3)
+
+
+def test_gaussian_alpha_covariance_pairwise_oracle():
+    """Feature form = pairwise form (1/2) E K (x~ - y~)(x~ - y~)^T on a small weighted set."""
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(40, 2, generator=gen, dtype=torch.float64)
+    p = torch.rand(40, generator=gen, dtype=torch.float64)
+    p = p / p.sum()
+    w, wa, tau = torch.tensor([0.6, 0.8], dtype=torch.float64), torch.tensor([1.0, 0.2], dtype=torch.float64), 0.5
+    A = critical.gaussian_alpha_covariance(w, wa, x, p, temperature=tau, terms=80)
+    g = torch.clamp(x @ (wa / wa.norm()), min=0)
+    K = torch.exp(-(g[:, None] - g[None, :]) ** 2 / (2 * tau))
+    xt = x * (x @ w > 0).double().unsqueeze(1)
+    diff = xt[:, None, :] - xt[None, :, :]
+    ref = 0.5 * torch.einsum("i,j,ij,ija,ijb->ab", p, p, K, diff, diff)
+    assert torch.allclose(A, ref, atol=1e-12)
+
+
+def test_power_iteration_converges_and_detects_cycle():
+    A = torch.diag(torch.tensor([3.0, 1.0, 0.5], dtype=torch.float64))
+    res = critical.power_iteration(torch.tensor([0.3, 1.0, 1.0], dtype=torch.float64), lambda v: A, steps=60)
+    assert abs(float(res.W[-1][0])) == pytest.approx(1.0, abs=1e-12) and res.cycle == 0
+    R = torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=torch.float64)  # a map with a period-4 orbit: A(w) w = R w
+    flip = critical.power_iteration(torch.tensor([1.0, 0.0], dtype=torch.float64), lambda v: R, steps=20)
+    assert flip.cycle == 4
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 6))
+def test_lemma7_and_8_hold(seed, d):
+    gen = torch.Generator().manual_seed(seed)
+    G = torch.randn(20, d, d, generator=gen, dtype=torch.float64)
+    A = G @ G.transpose(1, 2) + 1e-3 * torch.eye(d, dtype=torch.float64)
+    w = torch.randn(20, d, generator=gen, dtype=torch.float64)
+    w = w / w.norm(dim=1, keepdim=True)
+    t = critical.lemma7_terms(A, w)
+    ok = t["c"] > 1e-3
+    assert bool(((1 - t["d"]) <= t["mu"] * (1 - t["c"]) + 1e-12)[ok].all())
+    assert bool((t["step"] <= t["step_bound"] + 1e-12)[ok].all())
+
+
+def test_jitter_landscape_zero_is_fig8_and_full_group_is_flat():
+    angles = torch.tensor([-0.8, -0.5, -0.4, -1 / 6, 0.0, 0.2, 0.4, 0.6, 0.8], dtype=torch.float64) * math.pi
+    theta = torch.linspace(-math.pi, math.pi, 361, dtype=torch.float64)[:-1]
+    pts = torch.stack([torch.cos(angles), torch.sin(angles)], 1)
+    assert torch.allclose(critical.jitter_landscape(theta, angles, jitter=0.0), onelayer.circle_landscape(theta, pts), atol=1e-14)
+    flat = critical.jitter_landscape(theta, angles, jitter=math.pi)
+    assert float(flat.max() - flat.min()) < 1e-14
+    # closed form = fine quadrature over t
+    t = torch.linspace(-0.5, 0.5, 20001, dtype=torch.float64)
+    b = torch.clamp(torch.cos(theta[:5, None, None] - angles[None, :, None] - t), min=0)
+    bq = torch.trapezoid(b, t, dim=-1) / 1.0
+    assert torch.allclose(critical.jitter_landscape(theta[:5], angles, jitter=0.5), 0.5 * bq.var(dim=1, unbiased=False), atol=1e-9)
+    c = critical.cyclic_landscape(theta, angles, order=4)
+    assert torch.allclose(c, torch.roll(c, 90), atol=1e-15)
+
+
+def test_bad_inputs():
+    mix = critical.three_clusters(0.3)
+    with pytest.raises(ValueError):
+        critical.three_clusters(-1.0)
+    with pytest.raises(ValueError):
+        critical.mixture_gated_covariance(torch.zeros(2, dtype=torch.float64), mix)
+    with pytest.raises(ValueError):
+        critical.mixture_gated_covariance(torch.ones(2, dtype=torch.float64), mix, activation="tanh")
+    with pytest.raises(TypeError):
+        critical.mixture_plane_moment(torch.ones(2, dtype=torch.float64), "mix")
+    with pytest.raises(ValueError):
+        critical.jitter_landscape(torch.zeros(3, dtype=torch.float64), torch.zeros(2, dtype=torch.float64), jitter=4.0)
+    with pytest.raises(ValueError):
+        critical.power_iteration(torch.ones(2, dtype=torch.float64), lambda v: torch.eye(2, dtype=torch.float64), steps=0)
