@@ -468,6 +468,6 @@ def lemma_terms_along(W, A_fn) -> dict:
             dphi = V[:, :-1] @ coef * torch.sign(V[:, -1] @ W[t])
             kappa = float(torch.linalg.vector_norm(phi1 - phi - dphi)) / nA ** 2 if nA > 0 else 0.0
             nu = 2 * kappa * L * L * (1 + mu * c) + 2 * L / gap * math.sqrt(mu * (1 + mu * c))
-            for k, v in zip(out, (c, d, float(phi1 @ W[t + 1]), mu, L, kappa, nu, mu + nu, gap)):
+            for k, v in zip(out, (c, d, float(phi1 @ W[t + 1]), mu, L, kappa, nu, mu + nu, gap), strict=True):
                 out[k].append(v)
     return {k: torch.tensor(v, dtype=torch.float64) for k, v in out.items()}

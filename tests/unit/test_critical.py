@@ -129,3 +129,15 @@ def test_bad_inputs():
         critical.jitter_landscape(torch.zeros(3, dtype=torch.float64), torch.zeros(2, dtype=torch.float64), jitter=4.0)
     with pytest.raises(ValueError):
         critical.power_iteration(torch.ones(2, dtype=torch.float64), lambda v: torch.eye(2, dtype=torch.float64), steps=0)
+
+
+def test_lemma_terms_along_smooth_model():
+    mix = critical.three_clusters(0.3)
+    A_fn = lambda v: critical.mixture_gated_covariance(v, mix)  # noqa: E731
+    w0 = torch.tensor([math.cos(0.7), math.sin(0.7)], dtype=torch.float64)
+    run = critical.power_iteration(w0, A_fn, steps=10)
+    t = critical.lemma_terms_along(run.W, A_fn)
+    live = (1 - t["c"]) > 1e-9
+    assert bool(((1 - t["d"]) <= t["mu"] * (1 - t["c"]) + 1e-12)[live].all())
+    assert bool(((t["d"] - t["c_next"]).abs() <= t["nu"] * (1 - t["c"]) + 1e-12)[live].all())
+    assert float(run.c[-1]) == pytest.approx(1.0, abs=1e-12)
