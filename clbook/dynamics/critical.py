@@ -38,6 +38,7 @@ __all__ = [
     "mixture_z0", "mixture_gaussian_factor", "plane_density_max_2d", "projected_field", "tangent_basis", "StabilityReport",
     "stability_report", "find_critical", "perturb_and_return", "PowerIteration", "power_iteration", "perturbed_patterns",
     "lemma7_terms", "jitter_landscape", "cyclic_landscape", "mixture_grid", "gaussian_alpha_covariance", "lemma_terms_along",
+    "omega_at", "thm3_cap",
 ]
 
 
@@ -471,3 +472,21 @@ def lemma_terms_along(W, A_fn) -> dict:
             for k, v in zip(out, (c, d, float(phi1 @ W[t + 1]), mu, L, kappa, nu, mu + nu, gap), strict=True):
                 out[k].append(v)
     return {k: torch.tensor(v, dtype=torch.float64) for k, v in out.items()}
+
+
+def omega_at(w, A_fn) -> float:
+    r"""Def. 4's irregularity :math:`\omega(w) = \mu + \nu` at one point, from one power-iteration step
+    (local :math:`L`, :math:`\kappa`, see :func:`lemma_terms_along`)."""
+    w = _unit(w).detach()
+    with one_thread(), torch.no_grad():
+        v = A_fn(w) @ w
+    return float(lemma_terms_along(torch.stack([w, v / torch.linalg.vector_norm(v)]), A_fn)["omega"][0])
+
+
+def thm3_cap(c0: float, gamma: float) -> float:
+    r"""Thm 3's cap :math:`B_\gamma = \{w: w^\top w(0)\ge(c_0-c_\gamma)/(1-c_\gamma)\}` with
+    :math:`c_\gamma = 2\sqrt\gamma/(1+\gamma)`: returns the threshold."""
+    gamma = check_in_range("gamma", gamma, 0.0, 1.0)
+    c0 = check_in_range("c0", c0, -1.0, 1.0)
+    cg = 2 * math.sqrt(gamma) / (1 + gamma)
+    return (c0 - cg) / (1 - cg)

@@ -141,3 +141,16 @@ def test_lemma_terms_along_smooth_model():
     assert bool(((1 - t["d"]) <= t["mu"] * (1 - t["c"]) + 1e-12)[live].all())
     assert bool(((t["d"] - t["c_next"]).abs() <= t["nu"] * (1 - t["c"]) + 1e-12)[live].all())
     assert float(run.c[-1]) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_thm3_cap_and_omega():
+    # (1 - sqrt(g))^2 = (1 + g)(1 - c_g): the cap equals the ball of Lemma 11 (Eq. 103)
+    c0, g = 0.97, 0.5
+    radius2 = 2 * (1 + g) * (1 - c0) / (1 - math.sqrt(g)) ** 2
+    assert critical.thm3_cap(c0, g) == pytest.approx(1 - radius2 / 2, abs=1e-14)
+    mix = critical.three_clusters(0.3)
+    A_fn = lambda v: critical.mixture_gated_covariance(v, mix)  # noqa: E731
+    near = critical.omega_at(torch.tensor([math.cos(0.01), math.sin(0.01)], dtype=torch.float64), A_fn)
+    assert 0 < near < 1
+    with pytest.raises(ValueError):
+        critical.thm3_cap(0.5, 1.5)
