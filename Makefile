@@ -68,6 +68,7 @@ browser: $(STAMP) chromium book
 # Speed benchmarks (not timed tests): fixed slices of the heavy experiments, reports with provenance in book/data/.
 bench: $(STAMP)
 	$(BIN)/python -m clbook.experiments.hierarchical bench
+	$(BIN)/python -m clbook.experiments.landscape bench
 
 outputs: $(STAMP)
 	CLBOOK_DEVICE=cpu CLBOOK_THREADS=1 $(BIN)/python tools/nbtools.py outputs
