@@ -52,7 +52,7 @@ def test_nt_xent_equals_naive(T):
     h1 = clbook.randn(6, 5, generator=g).requires_grad_()
     h2 = clbook.randn(6, 5, generator=g).requires_grad_()
     ours, naive = L.nt_xent(h1, h2, temperature=T), naive_nt_xent(h1, h2, T)
-    assert float(ours) == pytest.approx(float(naive), rel=1e-12)
+    assert ours.item() == pytest.approx(naive.item(), rel=1e-12)
     g1 = torch.autograd.grad(ours, [h1, h2])
     g2 = torch.autograd.grad(naive, [h1, h2])
     for a, b in zip(g1, g2, strict=True):
@@ -66,7 +66,7 @@ def test_nt_xent_batched_and_gradcheck():
     out = L.nt_xent(h1, h2, temperature=0.3)
     assert out.shape == (3,)
     for r in range(3):
-        assert float(out[r]) == pytest.approx(float(naive_nt_xent(h1[r], h2[r], 0.3)), rel=1e-12)
+        assert out[r].item() == pytest.approx(naive_nt_xent(h1[r], h2[r], 0.3).item(), rel=1e-12)
     assert torch.autograd.gradcheck(lambda a, b: L.nt_xent(a, b, temperature=0.3), (h1, h2))
 
 
