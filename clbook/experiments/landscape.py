@@ -508,20 +508,27 @@ def run(experiments, *, quick: bool = False, epochs: int | None = None, seeds=No
     else:
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
         results = pool.map(_run_job, jobs)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def write(complete: bool) -> dict:
+        # Written after every finished job too (``complete`` false), so a run that is stopped keeps what it finished.
+        written = {}
+        for e in experiments:
+            data = dict(experiment=e, quick=quick, epochs=epochs, complete=complete, jobs=done[e],
+                        provenance=_provenance(f"python -m clbook.experiments.landscape {' '.join(sys.argv[1:])}",
+                                               time.perf_counter() - start))
+            path = out / f"{'quick-' if quick else ''}{name or e}.json"
+            path.write_text(json.dumps(data, indent=1))
+            written[e] = str(path)
+        return written
+
     for e, tag, rows, settings, seconds in tqdm(results, total=len(jobs), desc="jobs"):
         done[e].append(dict(tag=tag, settings=settings, seconds=seconds, rows=rows))
+        if len(jobs) > 1:
+            write(complete=False)
     if workers > 1:
         pool.shutdown()
-    seconds = time.perf_counter() - start
-    written = {}
-    out.mkdir(parents=True, exist_ok=True)
-    for e in experiments:
-        data = dict(experiment=e, quick=quick, epochs=epochs, jobs=done[e],
-                    provenance=_provenance(f"python -m clbook.experiments.landscape {' '.join(sys.argv[1:])}", seconds))
-        path = out / f"{'quick-' if quick else ''}{name or e}.json"
-        path.write_text(json.dumps(data, indent=1))
-        written[e] = str(path)
-    return written
+    return write(complete=True)
 
 
 def table2(**kw) -> dict:
