@@ -150,27 +150,50 @@ def _unit(h):
 
 
 class _MeanLSE(torch.autograd.Function):
-    r""":math:`\frac1{2B}\sum_k\log\sum_{l\ne k}e^{z_k^\top z_l/T}` with a hand-written backward (two matmuls, no 3-D tensor)."""
+    r""":math:`\frac1{2B}\sum_k\log\sum_{l\ne k}e^{z_k^\top z_l/T}` for unit rows, with a hand-written backward (no 3-D tensor).
+
+    Forward: one ``baddbmm`` writes :math:`S_{kl} = (z_k^\top z_l - 1)/T` with :math:`-\infty` on the diagonal, then
+    :math:`E = e^{S}` in place and its row sums :math:`t_k`. The shift :math:`1/T` is the largest possible logit of unit
+    rows, so no row maximum is needed while :math:`e^{-2/T}` stays a normal number of the dtype (otherwise the row
+    maximum is subtracted). Backward: with :math:`P = \mathrm{diag}(t)^{-1}E` the row softmax,
+    :math:`(P + P^\top)Z = (EZ)/t + E^\top(Z/t)`: products with the saved :math:`E` (one product with
+    :math:`[Z, Z/t]` when :math:`E` is symmetric, as it is with the fixed shift), the divisions on :math:`2B\times m`
+    matrices only, so :math:`P` is never formed.
+    """
 
     @staticmethod
     def forward(ctx, Z, T):
-        S = Z @ Z.transpose(-1, -2)
-        S.div_(T)
-        S.diagonal(dim1=-2, dim2=-1).fill_(-math.inf)
-        mx = S.amax(-1, keepdim=True)
-        S.sub_(mx).exp_()
+        n, m = Z.shape[-2], Z.shape[-1]
+        Z3 = Z.reshape(-1, n, m)
+        fixed = 2.0 / T < (60.0 if Z.dtype == torch.float32 else 600.0)
+        shift = 1.0 / T if fixed else 0.0
+        base = torch.zeros(n, n, dtype=Z.dtype, device=Z.device)
+        base.fill_diagonal_(-math.inf)
+        base.sub_(shift)
+        S = torch.baddbmm(base.expand(Z3.shape[0], n, n), Z3, Z3.transpose(-1, -2), alpha=1.0 / T)
+        if fixed:
+            off = S.new_full((Z3.shape[0], n, 1), shift)
+        else:
+            mx = S.amax(-1, keepdim=True)
+            S.sub_(mx)
+            off = mx
+        S.exp_()
         tot = S.sum(-1, keepdim=True)
-        S.div_(tot)  # S is now the softmax P (zero diagonal)
-        ctx.save_for_backward(Z, S)
-        ctx.T = T
-        return (mx + tot.log()).squeeze(-1).mean(-1)
+        ctx.save_for_backward(Z3, S, tot)
+        ctx.T, ctx.shape, ctx.symmetric = T, Z.shape, fixed
+        return (off + tot.log()).squeeze(-1).mean(-1).reshape(Z.shape[:-2])
 
     @staticmethod
     def backward(ctx, grad):
-        Z, P = ctx.saved_tensors
-        n = Z.shape[-2]
-        dZ = P @ Z + P.transpose(-1, -2) @ Z
-        return dZ * (grad / (n * ctx.T))[..., None, None], None
+        Z3, E, tot = ctx.saved_tensors
+        n = Z3.shape[-2]
+        if ctx.symmetric:  # E = E^T: one pass over E for both products
+            m = Z3.shape[-1]
+            both = E @ torch.cat([Z3, Z3 / tot], dim=-1)
+            dZ = both[..., :m] / tot + both[..., m:]
+        else:
+            dZ = torch.baddbmm(E @ Z3 / tot, E.transpose(-1, -2), Z3 / tot)
+        return (dZ.reshape(ctx.shape) * (grad / (n * ctx.T))[..., None, None]), None
 
 
 def nt_xent(h1: torch.Tensor, h2: torch.Tensor, *, temperature: float = 0.05) -> torch.Tensor:

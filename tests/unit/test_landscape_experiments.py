@@ -46,7 +46,7 @@ def test_warm_start_and_normalisation_stacked():
     assert max(both.maximum[0]) > 0.99  # a warm start with sigma = 0.02 puts neurons next to atoms
 
 
-@pytest.mark.parametrize("T", [0.05, 0.5])
+@pytest.mark.parametrize("T", [0.05, 0.5, 0.002])  # 0.002: 2/T too large for the fixed shift, the row-maximum path
 def test_nt_xent_equals_naive(T):
     g = clbook.generator(3)
     h1 = clbook.randn(6, 5, generator=g).requires_grad_()
@@ -68,6 +68,18 @@ def test_nt_xent_batched_and_gradcheck():
     for r in range(3):
         assert out[r].item() == pytest.approx(naive_nt_xent(h1[r], h2[r], 0.3).item(), rel=1e-12)
     assert torch.autograd.gradcheck(lambda a, b: L.nt_xent(a, b, temperature=0.3), (h1, h2))
+
+
+@pytest.mark.parametrize("T", [0.05, 0.02])  # float32: fixed shift at 0.05, row maximum at 0.02
+def test_nt_xent_float32_matches_float64(T):
+    g = clbook.generator(6)
+    h1, h2 = clbook.randn(2, 64, 8, generator=g), clbook.randn(2, 64, 8, generator=g)
+    a = [h.clone().requires_grad_() for h in (h1, h2)]
+    b = [h.float().requires_grad_() for h in (h1, h2)]
+    la, lb = L.nt_xent(*a, temperature=T), L.nt_xent(*b, temperature=T)
+    assert torch.allclose(lb.double(), la, rtol=1e-5)
+    for x, y in zip(torch.autograd.grad(la.sum(), a), torch.autograd.grad(lb.sum(), b), strict=True):
+        assert torch.allclose(y.double(), x, rtol=1e-3, atol=1e-5 * x.abs().max().item())
 
 
 def test_ncl_and_simsiam_losses():
