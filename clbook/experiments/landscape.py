@@ -621,7 +621,8 @@ def bench(*, epochs: int = 200, seeds=(1, 2, 3, 4, 5), sparsity: float = 0.2, dt
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m clbook.experiments.landscape", description=__doc__.split("\n")[0])
-    parser.add_argument("experiment", choices=["table2", "table1", "table4", "figures", "all", "bench"])
+    parser.add_argument("experiment", nargs="+", choices=["table2", "table1", "table4", "figures", "all", "bench"],
+                        help="one or more of table2, table1, table4, figures (run in one pool of workers), or all, or bench")
     parser.add_argument("--quick", action="store_true", help="a small version (100 epochs, 2 seeds), written under a quick- name")
     parser.add_argument("--epochs", type=int, default=None, help="epochs (default 8000, the paper's; 100 with --quick)")
     parser.add_argument("--workers", type=int, default=2, help="processes of one torch thread each (1 or 2)")
@@ -635,14 +636,18 @@ def main(argv=None) -> int:
     models = args.models.split(",") if args.models else None
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
     torch.set_num_threads(1)
-    if args.experiment == "bench":
+    if len(args.experiment) > 1 and ({"all", "bench"} & set(args.experiment) or len(set(args.experiment)) < len(args.experiment)):
+        parser.error("'all' and 'bench' stand alone; other experiments may be listed once each")
+    if args.name and len(args.experiment) > 1:
+        parser.error("--name needs a single experiment")
+    if args.experiment == ["bench"]:
         data = bench(epochs=args.epochs or (20 if args.quick else 200), dtype=args.dtype)
         args.out.mkdir(parents=True, exist_ok=True)
         path = args.out / f"{'quick-' if args.quick else ''}bench.json"
         path.write_text(json.dumps(data, indent=1))
         print(json.dumps(data["rows"], indent=1), f"\npeak {data['peak_memory_mb']} MB; wrote {path}")
         return 0
-    experiments = ["table2", "table1", "table4", "figures"] if args.experiment == "all" else [args.experiment]
+    experiments = ["table2", "table1", "table4", "figures"] if args.experiment == ["all"] else args.experiment
     written = run(experiments, quick=args.quick, epochs=args.epochs, seeds=seeds, workers=args.workers, dtype=args.dtype, out=args.out,
                   models=models, name=args.name, sparsities=[float(b) for b in args.sparsities.split(",")] if args.sparsities else None)
     print("wrote", written)

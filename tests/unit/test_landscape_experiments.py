@@ -1,4 +1,5 @@
 """Tests of clbook.experiments.landscape (Chapter 17): stacked training = single runs, the Gram-only NT-Xent, bad input."""
+import json
 import math
 
 import pytest
@@ -143,3 +144,18 @@ def test_compare():
     assert cells[1]["delta"] == pytest.approx(-0.2)
     with pytest.raises(ValueError, match="no row"):
         L.compare(paper, {})
+
+
+@pytest.mark.parametrize("argv", [["table1", "all"], ["bench", "table2"], ["table1", "table1"], ["table1", "table4", "--name", "x"]])
+def test_command_line_rejects_bad_lists(argv, capsys):
+    with pytest.raises(SystemExit):
+        L.main(argv)
+    assert "error" in capsys.readouterr().err
+
+
+def test_command_line_runs_several_experiments_in_one_pool(tmp_path):
+    argv = ["table1", "table4", "--quick", "--epochs", "2", "--seeds", "1", "--sparsities", "0.2", "--workers", "1", "--out", str(tmp_path)]
+    assert L.main(argv) == 0
+    for name, tags in (("table1", {"SimCLR", "SimSiam"}), ("table4", {"warm=0.14", "warm=0.02", "warm=0.002"})):
+        data = json.loads((tmp_path / f"quick-{name}.json").read_text())
+        assert data["complete"] and {j["tag"] for j in data["jobs"]} == tags
