@@ -478,12 +478,15 @@ def _provenance(command: str, seconds: float) -> dict:
                 python=platform.python_version(), torch=torch.__version__)
 
 
-def _jobs(experiment: str, *, quick: bool, epochs: int | None, seeds, models=None, sparsities=None) -> list[tuple[str, str, dict]]:
+def _jobs(experiment: str, *, quick: bool, epochs: int | None, seeds, models=None, sparsities=None,
+          scheme: str | None = None) -> list[tuple[str, str, dict]]:
     """(tag, model, keyword arguments of :func:`train`) for every job of an experiment; tags are unique within it."""
     E = epochs if epochs is not None else (100 if quick else 8000)
     seeds = list(seeds) if seeds is not None else ([1, 2] if quick else [1, 2, 3, 4, 5])
     betas = list(sparsities) if sparsities else [0.1, 0.2, 0.3]
     base = dict(epochs=E, seeds=seeds, sparsities=betas, record=max(E // 20, 1))
+    if scheme is not None:  # e.g. the dependent masks of the code's contrastive scripts (Chapter 17's diagnostic)
+        base["scheme"] = check_choice("scheme", scheme, ("independent", "dependent"))
     if experiment == "table2":
         names = models or ("CL-basic", "CL-linear", "NCL-basic", "NCL-basic-2L", "NCL-linear", "NCL-basic-code")
         return [(name, name, base) for name in names]
@@ -517,12 +520,12 @@ def _run_job(job):
 
 
 def run(experiments, *, quick: bool = False, epochs: int | None = None, seeds=None, workers: int = 2, dtype: str = "float32",
-        out: Path = DATA, models=None, name: str | None = None, sparsities=None) -> dict:
+        out: Path = DATA, models=None, name: str | None = None, sparsities=None, scheme: str | None = None) -> dict:
     """Run the jobs of ``experiments`` (largest first) on ``workers`` processes of one thread each; write one JSON per experiment."""
     workers = check_int("workers", workers, 1, 2)
     check_choice("dtype", dtype, ("float32", "float64"))
     jobs = [(e, tag, model, kw, dtype) for e in experiments
-            for tag, model, kw in _jobs(e, quick=quick, epochs=epochs, seeds=seeds, models=models, sparsities=sparsities)]
+            for tag, model, kw in _jobs(e, quick=quick, epochs=epochs, seeds=seeds, models=models, sparsities=sparsities, scheme=scheme)]
     jobs.sort(key=lambda j: -_cost(j[2], j[3]))
     start = time.perf_counter()
     done = {e: [] for e in experiments}
@@ -576,7 +579,7 @@ def figures(**kw) -> dict:
 
 def load(name: str) -> dict:
     """The stored result ``book/data/landscape/<name>.json`` (``table1``, ``table2``, ``table4``, ``figures``, ``bench``, ``quick-...``)."""
-    names = ("table1", "table2", "table4", "figures", "bench", "table2-cl8000")
+    names = ("table1", "table2", "table4", "figures", "bench", "table2-dependent", "table2-cl8000")
     check_choice("name", name, tuple(f"{q}{e}" for q in ("", "quick-") for e in names))
     return json.loads((DATA / f"{name}.json").read_text())
 
@@ -630,6 +633,8 @@ def main(argv=None) -> int:
     parser.add_argument("--models", default=None, help="table2 only: comma-separated model names")
     parser.add_argument("--seeds", default=None, help="comma-separated seeds (default 1-5)")
     parser.add_argument("--sparsities", default=None, help="comma-separated Pr(sparse) values (default 0.1,0.2,0.3)")
+    parser.add_argument("--scheme", default=None, choices=["independent", "dependent"],
+                        help="masks of every job (default: each experiment's own, independent)")
     parser.add_argument("--name", default=None, help="output name (default: the experiment's)")
     parser.add_argument("--out", type=Path, default=DATA)
     args = parser.parse_args(argv)
@@ -649,7 +654,8 @@ def main(argv=None) -> int:
         return 0
     experiments = ["table2", "table1", "table4", "figures"] if args.experiment == ["all"] else args.experiment
     written = run(experiments, quick=args.quick, epochs=args.epochs, seeds=seeds, workers=args.workers, dtype=args.dtype, out=args.out,
-                  models=models, name=args.name, sparsities=[float(b) for b in args.sparsities.split(",")] if args.sparsities else None)
+                  models=models, name=args.name, sparsities=[float(b) for b in args.sparsities.split(",")] if args.sparsities else None,
+                  scheme=args.scheme)
     print("wrote", written)
     return 0
 

@@ -159,3 +159,11 @@ def test_command_line_runs_several_experiments_in_one_pool(tmp_path):
     for name, tags in (("table1", {"SimCLR", "SimSiam"}), ("table4", {"warm=0.14", "warm=0.02", "warm=0.002"})):
         data = json.loads((tmp_path / f"quick-{name}.json").read_text())
         assert data["complete"] and {j["tag"] for j in data["jobs"]} == tags
+
+
+def test_scheme_reaches_every_job():
+    jobs = L._jobs("table2", quick=True, epochs=2, seeds=[1], models=["CL-linear", "CL-basic"], scheme="dependent")
+    assert [kw["scheme"] for _, _, kw in jobs] == ["dependent", "dependent"]
+    assert "scheme" not in L._jobs("table2", quick=True, epochs=2, seeds=[1])[0][2]
+    with pytest.raises(ValueError, match="scheme"):
+        L._jobs("table2", quick=True, epochs=2, seeds=[1], scheme="both")
