@@ -579,7 +579,7 @@ def figures(**kw) -> dict:
 
 def load(name: str) -> dict:
     """The stored result ``book/data/landscape/<name>.json`` (``table1``, ``table2``, ``table4``, ``figures``, ``bench``, ``quick-...``)."""
-    names = ("table1", "table2", "table4", "figures", "bench", "table2-dependent", "table2-cl8000")
+    names = ("table1", "table2", "table4", "figures", "bench", "table2-dependent", "table2-dependent-ncl")
     check_choice("name", name, tuple(f"{q}{e}" for q in ("", "quick-") for e in names))
     return json.loads((DATA / f"{name}.json").read_text())
 
