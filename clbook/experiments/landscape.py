@@ -535,14 +535,15 @@ def run(experiments, *, quick: bool = False, epochs: int | None = None, seeds=No
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
         results = pool.map(_run_job, jobs)
     out.mkdir(parents=True, exist_ok=True)
+    # the commit and date of the start: the code that runs is the code of this moment, whatever is committed meanwhile
+    provenance = _provenance(f"python -m clbook.experiments.landscape {' '.join(sys.argv[1:])}", 0.0)
 
     def write(complete: bool) -> dict:
         # Written after every finished job too (``complete`` false), so a run that is stopped keeps what it finished.
         written = {}
         for e in experiments:
             data = dict(experiment=e, quick=quick, epochs=epochs, complete=complete, jobs=done[e],
-                        provenance=_provenance(f"python -m clbook.experiments.landscape {' '.join(sys.argv[1:])}",
-                                               time.perf_counter() - start))
+                        provenance=provenance | dict(seconds=round(time.perf_counter() - start, 1)))
             path = out / f"{'quick-' if quick else ''}{name or e}.json"
             path.write_text(json.dumps(data, indent=1))
             written[e] = str(path)
