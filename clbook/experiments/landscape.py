@@ -171,17 +171,14 @@ class _MeanLSE(torch.autograd.Function):
         base.fill_diagonal_(-math.inf)
         base.sub_(shift)
         S = torch.baddbmm(base.expand(Z3.shape[0], n, n), Z3, Z3.transpose(-1, -2), alpha=1.0 / T)
-        if fixed:
-            off = S.new_full((Z3.shape[0], n, 1), shift)
-        else:
-            mx = S.amax(-1, keepdim=True)
-            S.sub_(mx)
-            off = mx
+        if not fixed:
+            shift = S.amax(-1, keepdim=True)
+            S.sub_(shift)
         S.exp_()
         tot = S.sum(-1, keepdim=True)
         ctx.save_for_backward(Z3, S, tot)
         ctx.T, ctx.shape, ctx.symmetric = T, Z.shape, fixed
-        return (off + tot.log()).squeeze(-1).mean(-1).reshape(Z.shape[:-2])
+        return (shift + tot.log()).squeeze(-1).mean(-1).reshape(Z.shape[:-2])
 
     @staticmethod
     def backward(ctx, grad):
@@ -360,7 +357,7 @@ def train(model: str, *, sparsities=(0.1, 0.2, 0.3), seeds=(1, 2, 3, 4, 5), p: i
     p, d, m, n = check_int("p", p, 1), check_int("d", d, 1), check_int("m", m, 1), check_int("n", n, 2)
     epochs, batch = check_int("epochs", epochs, 1), check_int("batch", batch, 2)
     lr, keep = check_positive("lr", lr), check_in_range("keep", keep, 0.0, 1.0)
-    check_choice("scheme", scheme, ("independent", "dependent"))
+    check_choice("scheme", scheme, sc.SCHEMES)
     noise = sc.noise_std(d, reading="code") if noise is None else check_nonnegative("noise", noise)
     temperature = check_positive("temperature", temperature)
     if warm is not None:
@@ -486,7 +483,7 @@ def _jobs(experiment: str, *, quick: bool, epochs: int | None, seeds, models=Non
     betas = list(sparsities) if sparsities else [0.1, 0.2, 0.3]
     base = dict(epochs=E, seeds=seeds, sparsities=betas, record=max(E // 20, 1))
     if scheme is not None:  # e.g. the dependent masks of the code's contrastive scripts (Chapter 17's diagnostic)
-        base["scheme"] = check_choice("scheme", scheme, ("independent", "dependent"))
+        base["scheme"] = check_choice("scheme", scheme, sc.SCHEMES)
     if experiment == "table2":
         names = models or ("CL-basic", "CL-linear", "NCL-basic", "NCL-basic-2L", "NCL-linear", "NCL-basic-code")
         return [(name, name, base) for name in names]
@@ -551,8 +548,7 @@ def run(experiments, *, quick: bool = False, epochs: int | None = None, seeds=No
 
     for e, tag, rows, settings, seconds in tqdm(results, total=len(jobs), desc="jobs"):
         done[e].append(dict(tag=tag, settings=settings, seconds=seconds, rows=rows))
-        if len(jobs) > 1:
-            write(complete=False)
+        write(complete=False)
     if workers > 1:
         pool.shutdown()
     return write(complete=True)
@@ -634,7 +630,7 @@ def main(argv=None) -> int:
     parser.add_argument("--models", default=None, help="table2 only: comma-separated model names")
     parser.add_argument("--seeds", default=None, help="comma-separated seeds (default 1-5)")
     parser.add_argument("--sparsities", default=None, help="comma-separated Pr(sparse) values (default 0.1,0.2,0.3)")
-    parser.add_argument("--scheme", default=None, choices=["independent", "dependent"],
+    parser.add_argument("--scheme", default=None, choices=sc.SCHEMES,
                         help="masks of every job (default: each experiment's own, independent)")
     parser.add_argument("--name", default=None, help="output name (default: the experiment's)")
     parser.add_argument("--out", type=Path, default=DATA)
