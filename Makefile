@@ -13,7 +13,7 @@ help:
 	@echo "make book     build the HTML book into _build/html (sets up .venv first)"
 	@echo "make test     unit tests, nbval on every chapter (1 and 2 threads), structure tests"
 	@echo "make assignments  build the graded assignments (student notebooks, autograders) into _build/assignments"
-	@echo "make bench    time the batched experiments against the authors' code (reports in book/data/)"
+	@echo "make bench    time the batched experiments against the authors' code (reports in clbook/results/)"
 	@echo "make outputs  re-execute every chapter on the CPU and store outputs and widget state"
 	@echo "make lab      open JupyterLab in the virtual environment"
 	@echo "make serve    serve _build/html on http://127.0.0.1:8000"
@@ -65,7 +65,7 @@ chromium:
 browser: $(STAMP) chromium book
 	$(BIN)/python -m pytest -p no:cacheprovider -q -s tests/browser
 
-# Speed benchmarks (not timed tests): fixed slices of the heavy experiments, reports with provenance in book/data/.
+# Speed benchmarks (not timed tests): fixed slices of the heavy experiments, reports with provenance in clbook/results/.
 bench: $(STAMP)
 	$(BIN)/python -m clbook.experiments.hierarchical bench
 	$(BIN)/python -m clbook.experiments.landscape bench

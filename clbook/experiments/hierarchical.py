@@ -20,7 +20,7 @@ elementwise, updates the stack exactly as it would update each run alone. A run 
 its last finite weights and stops (the code does the same).
 
 Command line: ``python -m clbook.experiments.hierarchical table1|fig4|bench [--quick]``; results with
-provenance are written to ``book/data/hierarchical/``. Used in Chapter 10.
+provenance are written to ``clbook/results/hierarchical/``. Used in Chapter 10.
 """
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from .. import results
 from .._validate import check_choice, check_int, check_positive
 from ..data.hierarchical import make_worlds, matching_scores, sample_tokens
 
@@ -50,7 +51,7 @@ __all__ = [
     "table1", "fig4", "bench", "main", "DATA", "BN_RULES", "ACTIVATIONS",
 ]
 
-DATA = Path(__file__).resolve().parents[2] / "book" / "data" / "hierarchical"
+DATA = results.user_dir("hierarchical")  # default --out of a rerun; the shipped results are read with results.load
 ACTIVATIONS = ("relu", "linear", "leakyrelu", "quadratic")
 LOSSES = ("infonce", "quadratic")
 BN_RULES = {  # name: (use BatchNorm, back-propagate through the mean, through the variance)
@@ -455,12 +456,9 @@ def fig4(*, quick: bool = False, seeds=(1, 2, 3)) -> dict:
 
 
 def load(name: str) -> dict:
-    """A committed result of this module from ``book/data/hierarchical/<name>.json`` (``table1``, ``fig4``, ``bench``)."""
+    """A committed result of this module from ``clbook/results/hierarchical/<name>.json`` (``table1``, ``fig4``, ``bench``)."""
     check_choice("name", name, ("table1", "fig4", "bench", "digits", "quick-table1", "quick-fig4", "quick-bench", "quick-digits"))
-    path = DATA / f"{name}.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing; run `python -m clbook.experiments.hierarchical {name}`.")
-    return json.loads(path.read_text())
+    return results.load("hierarchical", name)
 
 
 def summary(rows: list[dict], *, keys=("activation", "loss", "bn", "beta", "candidates"), value: str = "chi_plus") -> dict:

@@ -30,7 +30,7 @@ each epoch, its permutation and masks, so a run is bit-for-bit the same alone or
 is elementwise, so the stacked update is each run's update.
 
 Command line: ``python -m clbook.experiments.landscape table2|table1|table4|figures|bench [--quick]`` (two
-processes of one torch thread each; progress bars); results with provenance go to ``book/data/landscape/``.
+processes of one torch thread each; progress bars); results with provenance go to ``clbook/results/landscape/``.
 Used in Chapter 17.
 """
 from __future__ import annotations
@@ -52,6 +52,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
+from .. import results
 from .._validate import check_choice, check_in_range, check_int, check_nonnegative, check_positive
 from ..config import generator as make_generator
 from ..config import randint, randn
@@ -64,7 +65,7 @@ __all__ = [
     "table2", "table1", "table4", "figures", "run", "summarise", "bench", "load", "main", "DATA", "explore_figure", "compare", "METRICS",
 ]
 
-DATA = Path(__file__).resolve().parents[2] / "book" / "data" / "landscape"
+DATA = results.user_dir("landscape")  # default --out of a rerun; the shipped results are read with results.load
 AUTHORS_SECONDS_PER_EPOCH = {"non-contrastive": 0.32, "contrastive": 11.5}  # measured on this machine (issue 9), 3000 samples
 
 
@@ -575,10 +576,10 @@ def figures(**kw) -> dict:
 
 
 def load(name: str) -> dict:
-    """The stored result ``book/data/landscape/<name>.json`` (``table1``, ``table2``, ``table4``, ``figures``, ``bench``, ``quick-...``)."""
+    """The stored result ``clbook/results/landscape/<name>.json`` (``table1``, ``table2``, ``table4``, ``figures``, ``bench``, ``quick-...``)."""
     names = ("table1", "table2", "table4", "figures", "bench", "table2-dependent", "table2-dependent-ncl")
     check_choice("name", name, tuple(f"{q}{e}" for q in ("", "quick-") for e in names))
-    return json.loads((DATA / f"{name}.json").read_text())
+    return results.load("landscape", name)
 
 
 def summarise(rows: list[dict], *, where: str = "end") -> dict:

@@ -10,7 +10,7 @@ Methods (``METHODS``): InfoNCE with ε = 0 and 1 (minimised directly), the quadr
 row-normalised inverse distance α of the authors' code, α-CL-direct (p = 4, Eq. 12), and InfoNCE's α with the
 gradient flowing through it ("backprop α(θ)").
 
-``python -m clbook.experiments.new_losses [--quick]`` writes ``book/data/new_losses/<name>.json`` with
+``python -m clbook.experiments.new_losses [--quick]`` writes ``clbook/results/new_losses/<name>.json`` with
 provenance (command, commit, date, seconds, machine, parameters, seeds). Used in Chapter 4.
 """
 from __future__ import annotations
@@ -31,14 +31,14 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from .. import losses, minplayer
+from .. import losses, minplayer, results
 from .._validate import check_choice, check_int, check_positive
 from ..data.digits import augment, shifted_digits
 from ..metrics.probes import knn_probe, linear_probe
 
 __all__ = ["METHODS", "Settings", "objective", "make_encoder", "backbone_features", "train", "run", "load", "summary", "main"]
 
-DATA = Path(__file__).resolve().parents[2] / "book" / "data" / "new_losses"
+DATA = results.user_dir("new_losses")  # default --out of a rerun; the shipped results are read with results.load
 
 METHODS = ("InfoNCE ε=0", "InfoNCE ε=1", "quadratic", "α-CL-r_H", "α-CL-r_γ (exact)", "α-CL inverse (code)",
            "α-CL-r_s", "α-CL-direct p=4", "backprop α(θ)")
@@ -217,12 +217,9 @@ def run(*, quick: bool = False, seeds=None, methods=METHODS, progress: bool = Tr
 
 
 def load(name: str = "full") -> dict:
-    """A committed result from ``book/data/new_losses/<name>.json`` (``full`` or ``quick``)."""
+    """A committed result from ``clbook/results/new_losses/<name>.json`` (``full`` or ``quick``)."""
     check_choice("name", name, ("full", "quick"))
-    path = DATA / f"{name}.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing; run `python -m clbook.experiments.new_losses`.")
-    return json.loads(path.read_text())
+    return results.load("new_losses", name)
 
 
 def summary(rows: list[dict], *, value: str = "linear") -> dict:

@@ -6,7 +6,7 @@ half moons (scaled by 2 so that the nonlinearity matters at small width), with t
 descent under :math:`W_1^\top W_1 = \mathbb I`, :math:`W_2^\top W_2 = \mathbb I`, and records the mean over anchors of
 :math:`|u^\phi_t(x_i) - u^{\mathbb I}_t(x_i)|`.
 
-``python -m clbook.experiments.wide`` writes ``book/data/wide/fig2.json`` (gaps ``[activation][width][seed][step]``,
+``python -m clbook.experiments.wide`` writes ``clbook/results/wide/fig2.json`` (gaps ``[activation][width][seed][step]``,
 with provenance); ``--quick`` runs two small widths and one seed and writes nothing unless ``--out`` is given.
 Used in Chapter 12.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import config
+from .. import config, results
 from ..data.views import moons_views
 from ..wide import gap, train_nets
 
@@ -30,7 +30,7 @@ __all__ = ["run", "load", "main", "DEFAULTS", "QUICK"]
 DEFAULTS = {"widths": [10, 30, 100, 300, 1000], "seeds": [0, 1, 2], "activations": ["tanh", "relu", "sigmoid"],
             "steps": 500, "every": 10, "eta": 0.05, "z": 1, "n": 200, "moon_noise": 0.05, "variance": 0.1, "scale": 2.0}
 QUICK = DEFAULTS | {"widths": [10, 30], "seeds": [0], "steps": 50}
-OUT = Path(__file__).resolve().parents[2] / "book" / "data" / "wide" / "fig2.json"
+OUT = results.user_dir("wide") / "fig2.json"  # default --out of a rerun; the shipped sweep is read with load()
 
 
 def _commit() -> str:
@@ -64,9 +64,11 @@ def run(params: dict | None = None, *, quick: bool = False) -> dict:
     return {"params": p, "provenance": provenance, "record": record, "gaps": gaps, "losses": losses}
 
 
-def load(path: str | Path = OUT) -> dict:
-    """Read a stored sweep (default ``book/data/wide/fig2.json``)."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+def load(path: str | Path | None = None) -> dict:
+    """Read a sweep: the one shipped with clbook (``clbook/results/wide/fig2.json``), or the file ``path`` of a rerun."""
+    if path is None:
+        return results.load("wide", "fig2")
+    return results.read_json(path)
 
 
 def main(argv=None) -> None:

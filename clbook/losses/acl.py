@@ -26,7 +26,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from ._validate import check_nonnegative, check_pair, check_positive
+from .._validate import check_nonnegative, check_pair, check_positive
 
 __all__ = [
     "pair_distances",
