@@ -19,6 +19,9 @@ __all__ = [
     "check_tensor",
     "check_pair",
     "check_choice",
+    "check_real",
+    "as_tensor",
+    "check_same",
 ]
 
 
@@ -108,3 +111,59 @@ def check_pair(z1, z2, *, names=("z1", "z2"), min_samples: int = 2) -> tuple[tor
             f"{z1.dtype}/{z1.device} and {z2.dtype}/{z2.device}."
         )
     return z1, z2
+
+
+def as_tensor(name: str, value, *, ndim: int | None = None, min_ndim: int | None = None, dtype: torch.dtype | None = None,
+              device=None, finite: bool = True) -> torch.Tensor:
+    """The one argument coercion of the package: ``value`` as a floating-point tensor, checked.
+
+    Accepts a tensor, a numpy array, a list or a number. Integer and boolean input is converted to floating point
+    on purpose (``dtype``, default: the input's floating dtype, else the default of :func:`clbook.setup`); complex or
+    non-numeric input is rejected with a :class:`TypeError`. ``device``/``dtype`` move the result (default: a tensor
+    stays where it is; other input goes to the device of :func:`clbook.setup`). Checks ``ndim`` (exactly) or
+    ``min_ndim`` and, with ``finite``, that every entry is finite.
+    """
+    if isinstance(value, torch.Tensor):
+        tensor = value
+    else:
+        try:
+            import numpy as np
+
+            arr = np.asarray(value)
+        except Exception as exc:  # noqa: BLE001 - any failure to read the value is a type error for the caller
+            raise TypeError(f"{name} must be a tensor, an array or a list of numbers; got {type(value).__name__}.") from exc
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"{name} must hold real numbers; got an array of dtype {arr.dtype} from {type(value).__name__}.")
+        tensor = torch.as_tensor(arr)
+        if device is None:
+            from .config import defaults
+
+            device = defaults()[0]
+    if tensor.is_complex():
+        raise TypeError(f"{name} must be real; got a complex tensor of dtype {tensor.dtype}.")
+    if dtype is None:
+        if tensor.is_floating_point():
+            dtype = tensor.dtype
+        else:
+            from .config import defaults
+
+            dtype = defaults()[1]
+    elif dtype not in (torch.float64, torch.float32):
+        raise ValueError(f"dtype must be torch.float64 or torch.float32; got dtype = {dtype!r}.")
+    tensor = tensor.to(device=device if device is not None else tensor.device, dtype=dtype)
+    if ndim is not None and tensor.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions; got shape {tuple(tensor.shape)}.")
+    if min_ndim is not None and tensor.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimensions; got shape {tuple(tensor.shape)}.")
+    if finite and tensor.numel() and not bool(torch.isfinite(tensor.detach()).all()):
+        raise ValueError(f"{name} must contain only finite values; it has NaN or infinite entries.")
+    return tensor
+
+
+def check_same(names: tuple[str, ...], *tensors: torch.Tensor) -> None:
+    """Check that tensors share dtype and device, naming them in the error."""
+    first = tensors[0]
+    for name, t in zip(names[1:], tensors[1:], strict=True):
+        if t.dtype != first.dtype or t.device != first.device:
+            raise ValueError(f"{names[0]} and {name} must share dtype and device; got {first.dtype}/{first.device} and "
+                             f"{t.dtype}/{t.device}. Convert one with .to(other).")

@@ -2,7 +2,9 @@
 
 Every chapter starts with :func:`setup`. Random numbers are drawn on the CPU from an
 explicit :class:`torch.Generator` and only then moved to the device, so that a chapter
-draws the same samples on a laptop and on a GPU (``CLBOOK_DEVICE=cuda``).
+draws the same samples on a laptop and on a GPU (``CLBOOK_DEVICE=cuda``). Only :func:`setup`
+changes global state (seeds, thread count, default dtype, deterministic kernels); the draws
+before any setup use the device policy and float64 and change nothing.
 
 Used by every chapter.
 """
@@ -18,7 +20,7 @@ import torch
 
 from ._validate import check_int
 
-__all__ = ["Setup", "setup", "current", "generator", "randn", "rand", "randint", "to_device"]
+__all__ = ["Setup", "setup", "current", "generator", "randn", "rand", "randint", "to_device", "defaults"]
 
 _DTYPES = {torch.float64, torch.float32}
 
@@ -83,6 +85,7 @@ def setup(seed: int = 0, device=None, dtype: torch.dtype = torch.float64, *, thr
     dev = _resolve_device(device)
     torch.set_num_threads(threads)
     torch.set_default_dtype(dtype)
+    _deterministic(dev)
     torch.manual_seed(seed)
     np.random.seed(seed)
     random.seed(seed)
@@ -90,9 +93,37 @@ def setup(seed: int = 0, device=None, dtype: torch.dtype = torch.float64, *, thr
     return _current
 
 
+def _deterministic(device: torch.device) -> None:
+    """Full-precision, deterministic kernels: float64 stays float64 and float32 is never TF32 on a GPU.
+
+    ``CUBLAS_WORKSPACE_CONFIG`` must be set before cuBLAS starts for deterministic GPU matrix products; a kernel
+    without a deterministic version warns instead of failing (``warn_only``), so the warning shows in the output.
+    """
+    if device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    torch.set_float32_matmul_precision("highest")
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
 def current() -> Setup:
-    """The state of the last :func:`setup` call (calls ``setup()`` with defaults if there was none)."""
-    return _current if _current is not None else setup()
+    """The state of the last :func:`setup` call; a clear error if there was none (nothing is set up silently)."""
+    if _current is None:
+        raise RuntimeError("call clbook.setup(seed=...) first: it seeds the generators and chooses the device and dtype.")
+    return _current
+
+
+def defaults() -> tuple[torch.device, torch.dtype]:
+    """The device and dtype of draws: those of :func:`setup`, or, before any setup, the device policy and float64.
+
+    Reading them changes no global state (no seed, thread count or default dtype is set here).
+    """
+    if _current is not None:
+        return _current.device, _current.dtype
+    return _resolve_device(None), torch.float64
 
 
 def generator(seed: int) -> torch.Generator:
@@ -102,8 +133,10 @@ def generator(seed: int) -> torch.Generator:
 
 
 def _target(device, dtype):
-    state = current()
-    return (state.device if device is None else _resolve_device(device)), (state.dtype if dtype is None else dtype)
+    default_device, default_dtype = defaults()
+    if dtype is not None and dtype not in _DTYPES:
+        raise ValueError(f"dtype must be torch.float64 or torch.float32; got dtype = {dtype!r}.")
+    return (default_device if device is None else _resolve_device(device)), (default_dtype if dtype is None else dtype)
 
 
 def _check_generator(gen):

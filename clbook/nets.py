@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ._validate import check_choice, check_int
-from .config import current, randn
+from .config import defaults, randn
 
 __all__ = ["MLP"]
 
@@ -46,9 +46,9 @@ class MLP(nn.Module):
             raise ValueError(f"sizes must list at least an input and an output width; got sizes = {sizes}.")
         sizes = [check_int(f"sizes[{k}]", s, 1) for k, s in enumerate(sizes)]
         check_choice("activation", activation, _ACTIVATIONS)
-        state = current()
-        device = state.device if device is None else device
-        dtype = state.dtype if dtype is None else dtype
+        default_device, default_dtype = defaults()
+        device = default_device if device is None else device
+        dtype = default_dtype if dtype is None else dtype
         layers = []
         for k, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
             linear = nn.Linear(fan_in, fan_out, bias=bias, device=device, dtype=dtype)

@@ -22,18 +22,31 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from . import fmt
+
 __all__ = [
-    "CheckRecord", "check", "records", "clear", "report", "collect", "LABEL_PATTERN", "format_number", "format_error", "chapters_in_toc",
+    "CheckRecord", "KINDS", "check", "records", "clear", "report", "collect", "summarise", "LABEL_PATTERN",
+    "AGREEMENT_K", "Agreement", "agreement", "TableComparison", "compare_table", "detectable_difference",
+    "format_number", "format_error",
 ]
 
-LABEL_PATTERN = re.compile(r"^(acl|nonlin|esser|pokle)-(def|asm|lem|thm|cor|prop|rem|conj|ex|eq)-[0-9A-Za-z.]+$")
+LABEL_PATTERN = re.compile(r"^(acl|nonlin|esser|pokle)-(def|asm|lem|thm|cor|prop|rem|conj|ex|eq|fig|tab)-[0-9A-Za-z.]+$")
 PAPERS = {"acl": "Tian 2022 (α-CL)", "nonlin": "Tian 2023 (nonlinearity)", "esser": "Esser et al. 2023", "pokle": "Pokle et al. 2022"}
 METADATA_KEY = "clbook_checks"
+KINDS = ("live", "stored", "illustration")
+"""The kinds of check:
+
+* ``live``: computed in this run, by a path independent of the prediction (it can fail);
+* ``stored``: reads a committed experiment result (``source``, e.g. ``"landscape/table2"`` in
+  :mod:`clbook.results`), which ``python -m clbook.experiments.<experiment>`` recomputes;
+* ``illustration``: an identity or a construction shown for teaching; it is not evidence, and a result whose
+  only checks are illustrations is listed as not checked.
+"""
 
 
 @dataclass(frozen=True)
 class CheckRecord:
-    """One validation: what was predicted, what was measured, under which tolerance."""
+    """One validation: what was predicted, what was measured, under which tolerance, and of which kind."""
 
     label: str
     quantity: str
@@ -43,6 +56,8 @@ class CheckRecord:
     error: float
     passed: bool
     seconds: float
+    kind: str = "live"
+    source: str = ""
 
     @property
     def paper(self) -> str:
@@ -52,30 +67,10 @@ class CheckRecord:
 _records: list[CheckRecord] = []
 _last = time.perf_counter()
 
-
-def format_number(x: float, digits: int = 4) -> str:
-    """Round for display: at most ``digits`` significant digits, scientific notation when small."""
-    x = float(x)
-    if math.isnan(x) or math.isinf(x):
-        return str(x)
-    if x == 0:
-        return "0"
-    if 1e-3 <= abs(x) < 1e5:
-        return f"{x:.{digits}g}"
-    return f"{x:.{max(digits - 2, 1)}e}"
-
-
-ROUNDING_LEVEL = 1e-13
-"""Below this magnitude a displayed number is shown as "< 1e-13": float64 rounding noise that
-differs between thread counts and devices, so printing it would make stored outputs unstable."""
-
-
-def format_error(x: float, digits: int = 2) -> str:
-    """Format an error or a small quantity; magnitudes below :data:`ROUNDING_LEVEL` print as ``< 1e-13``."""
-    x = float(x)
-    if math.isfinite(x) and abs(x) < ROUNDING_LEVEL:
-        return "< 1e-13"
-    return format_number(x, digits)
+format_number = fmt.value
+"""Alias of :func:`clbook.fmt.value` (the one formatter of measured values)."""
+format_error = fmt.error
+"""Alias of :func:`clbook.fmt.error` (the one formatter of errors)."""
 
 
 def _to_array(name, value) -> np.ndarray:
@@ -88,14 +83,19 @@ def _to_array(name, value) -> np.ndarray:
     return arr
 
 
-def _describe(arr: np.ndarray) -> str:
+def _show(x: float, floor: float | None) -> str:
+    return fmt.error(x, floor) if floor is not None else fmt.value(x)
+
+
+def _describe(arr: np.ndarray, floor: float | None = None) -> str:
     if arr.size == 1:
-        return format_error(arr.reshape(()), 4)
-    return f"[{arr.size} values, {format_error(arr.min(), 4)} … {format_error(arr.max(), 4)}]"
+        return _show(float(arr.reshape(())), floor)
+    return f"[{arr.size} values, {_show(float(arr.min()), floor)} … {_show(float(arr.max()), floor)}]"
 
 
 def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: float = 0.0, atol: float = 0.0,
-          bound: float | None = None, lower: float | None = None) -> CheckRecord:
+          bound: float | None = None, lower: float | None = None, kind: str = "live", source: str = "",
+          floor: float | None = None) -> CheckRecord:
     r"""Compare a prediction with a measurement; raise ``AssertionError`` when they disagree.
 
     Two forms:
@@ -109,9 +109,18 @@ def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: flo
     Parameters
     ----------
     label : str
-        The stated result, in the convention ``<paper>-<kind>-<number>`` (e.g. ``"acl-thm-1"``).
+        The stated result, in the convention ``<paper>-<kind>-<number>`` (e.g. ``"acl-thm-1"``; ``fig`` and
+        ``tab`` for the papers' figures and tables, e.g. ``"pokle-tab-2"``).
     quantity : str
         What is compared, in words, e.g. ``"relative gradient difference"``.
+    kind : {"live", "stored", "illustration"}
+        See :data:`KINDS`. Only ``live`` and ``stored`` checks are evidence.
+    source : str
+        For ``kind="stored"``: the stored result read, ``"<experiment>/<name>"`` (see :mod:`clbook.results`).
+    floor : float, optional
+        Numbers below ``floor`` in magnitude display as ``"< floor"`` (:func:`clbook.fmt.error`). Default: the
+        ``atol`` of a comparison, and :data:`clbook.fmt.FLOORS` (float64) for a bound; a chapter states a larger
+        one where the measured error is rounding noise above 1e-10.
 
     Returns
     -------
@@ -125,9 +134,19 @@ def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: flo
         )
     if not isinstance(quantity, str) or not quantity.strip():
         raise ValueError("quantity must be a non-empty description of what is compared.")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}; got kind = {kind!r}.")
+    if kind == "stored":
+        _check_source(source)
+    elif source:
+        raise ValueError(f"source names the stored result of a kind='stored' check; got source = {source!r} with kind = {kind!r}.")
+    if floor is not None and not (isinstance(floor, (int, float)) and math.isfinite(floor) and floor > 0):
+        raise ValueError(f"floor must be a finite number > 0; got floor = {floor!r}.")
     if measured is None:
         raise ValueError("measured is required.")
     m = _to_array("measured", measured)
+    if m.size == 0:
+        raise ValueError("measured is empty: there is nothing to check.")
     if not np.all(np.isfinite(m)):
         raise AssertionError(f"{label}: {quantity}: the measurement contains NaN or inf.")
     if bound is not None or lower is not None:
@@ -137,10 +156,11 @@ def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: flo
         lo = -math.inf if lower is None else float(lower)
         ok = bool(np.all((m >= lo) & (m <= hi)))
         error = float(np.max(m)) if bound is not None else float(np.min(m))
-        pred = " and ".join(s for s in (f"≥ {format_number(lo)}" if lower is not None else "",
-                                        f"≤ {format_number(hi)}" if bound is not None else "") if s)
+        show_floor = floor if floor is not None else (fmt.FLOORS[torch.float64] if bound is not None and lower is None else None)
+        pred = " and ".join(s for s in (f"≥ {fmt.value(lo)}" if lower is not None else "",
+                                        f"≤ {fmt.value(hi)}" if bound is not None else "") if s)
         tol = pred
-        meas = _describe(m)
+        meas = _describe(m, show_floor)
     else:
         if predicted is None:
             raise ValueError("give predicted (with rtol/atol) or a bound.")
@@ -149,6 +169,8 @@ def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: flo
         if rtol == 0 and atol == 0:
             raise ValueError("state a tolerance: rtol or atol must be > 0.")
         p = _to_array("predicted", predicted)
+        if not np.all(np.isfinite(p)):
+            raise ValueError(f"{label}: the prediction contains NaN or inf.")
         try:
             p, mb = np.broadcast_arrays(p, m)
         except ValueError as exc:
@@ -157,19 +179,31 @@ def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: flo
         allowed = atol + rtol * np.abs(p)
         ok = bool(np.all(diff <= allowed))
         error = float(np.max(diff)) if diff.size else 0.0
-        pred, meas = _describe(p), _describe(mb)
-        tol = " + ".join(s for s in (f"atol {format_number(atol)}" if atol else "",
-                                     f"rtol {format_number(rtol)}" if rtol else "") if s)
+        show_floor = floor if floor is not None else (atol if atol > 0 else None)
+        pred, meas = _describe(p, None if not np.any(p) else show_floor), _describe(mb, show_floor)
+        tol = " + ".join(s for s in (f"atol {fmt.value(atol, 1)}" if atol else "",
+                                     f"rtol {fmt.value(rtol, 1)}" if rtol else "") if s)
     now = time.perf_counter()
-    record = CheckRecord(label, quantity, pred, meas, tol, error, ok, now - _last)
+    record = CheckRecord(label, quantity, pred, meas, tol, error, ok, now - _last, kind, source)
     _last = now
     if not ok:
         raise AssertionError(
             f"{label} failed: {quantity}: predicted {pred}, measured {meas}, tolerance {tol}; "
-            f"largest deviation {format_error(error)}."
+            f"largest deviation {fmt.value(error)}."
         )
     _records.append(record)
     return record
+
+
+def _check_source(source: str) -> None:
+    from . import results
+
+    parts = source.split("/") if isinstance(source, str) else []
+    if len(parts) != 2 or parts[0] not in results.EXPERIMENTS or not all(parts):
+        raise ValueError(f"a kind='stored' check names its stored result as '<experiment>/<name>' with experiment in "
+                         f"{', '.join(results.EXPERIMENTS)}; got source = {source!r}.")
+    if not results.exists(*parts):
+        raise ValueError(f"source = {source!r}: clbook ships no such result (stored: {', '.join(results.names(parts[0]))}).")
 
 
 def records() -> list[CheckRecord]:
@@ -185,26 +219,58 @@ def clear() -> None:
 
 
 def _table_rows(recs):
-    return [(r.label, r.quantity, r.predicted, r.measured, r.tolerance, "✓" if r.passed else "✗") for r in recs]
+    return [(r.label, r.quantity, r.predicted, r.measured, r.tolerance, r.kind, "✓" if r.passed else "✗") for r in recs]
+
+
+def summarise(recs) -> dict:
+    """Counts per kind and the status of each labelled result, from records (objects or the dicts in metadata).
+
+    Returns ``{"counts": {kind: n}, "status": {label: status}}`` with status ``"live"`` (at least one live
+    check), ``"stored only"`` (evidence only from stored results) or ``"not checked"`` (illustrations only).
+    """
+    counts = {k: 0 for k in KINDS}
+    kinds_by_label: dict[str, set] = {}
+    for r in recs:
+        kind = r["kind"] if isinstance(r, dict) else r.kind
+        label = r["label"] if isinstance(r, dict) else r.label
+        counts[kind] += 1
+        kinds_by_label.setdefault(label, set()).add(kind)
+    status = {label: "live" if "live" in ks else "stored only" if "stored" in ks else "not checked"
+              for label, ks in kinds_by_label.items()}
+    return {"counts": counts, "status": status}
 
 
 class Report:
     """The display of one chapter's checks (text and HTML); the metadata carries the records."""
 
-    header = ("result", "quantity", "prediction", "measurement", "tolerance", "")
+    header = ("result", "quantity", "prediction", "measurement", "tolerance", "kind", "")
 
     def __init__(self, chapter: str, recs: list[CheckRecord], seconds: float):
         self.chapter, self.recs, self.seconds = chapter, recs, seconds
 
+    def _summary_lines(self) -> list[str]:
+        info = summarise(self.recs)
+        c = info["counts"]
+        lines = [f"{len(self.recs)} checks passed in {self.chapter}: {c['live']} live, {c['stored']} on stored results, "
+                 f"{c['illustration']} illustrations (not evidence)."]
+        stored = sorted(k for k, v in info["status"].items() if v == "stored only")
+        unchecked = sorted(k for k, v in info["status"].items() if v == "not checked")
+        if stored:
+            lines.append("Resting only on stored results: " + ", ".join(stored) + ".")
+        if unchecked:
+            lines.append("Not checked (illustrations only): " + ", ".join(unchecked) + ".")
+        return lines
+
     def _repr_mimebundle_(self, include=None, exclude=None):
         rows = _table_rows(self.recs)
-        text = "\n".join(" | ".join(row) for row in rows)
-        text = f"{len(rows)} checks passed in {self.chapter}:\n{text}"
+        lines = self._summary_lines()
+        text = "\n".join(lines + [" | ".join(row) for row in rows])
         cells = "".join(
             "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
         )
         head = "".join(f"<th>{h}</th>" for h in self.header)
-        table = f'<table class="clbook-checks"><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>'
+        intro = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
+        table = f'{intro}<table class="clbook-checks"><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>'
         meta = {METADATA_KEY: {"chapter": self.chapter, "seconds": round(self.seconds, 2),
                                "records": [asdict(r) for r in self.recs]}}
         return {"text/plain": text, "text/html": table}, meta
@@ -224,23 +290,11 @@ def report(chapter: str) -> Report:
     return Report(chapter, records(), time.perf_counter() - current().started)
 
 
-def chapters_in_toc(toc) -> list[Path]:
-    """The chapter notebooks a Jupyter Book ``_toc.yml`` lists, in order (the dashboard itself excluded)."""
-    toc = Path(toc)
-    root = toc.parent
-    out = []
-    for name in re.findall(r"^\s*-?\s*(?:file|root):\s*([^\s#]+)", toc.read_text(encoding="utf-8"), flags=re.M):
-        path = root / (name if name.endswith(".ipynb") else name + ".ipynb")
-        if path.is_file() and path.stem != "verification":
-            out.append(path)
-    return out
-
-
 def collect(paths) -> list[dict]:
     """Read the check records stored in the outputs of executed chapter notebooks.
 
     Returns one dict per chapter: ``{"chapter", "path", "seconds", "records"}``; a notebook
-    without a report contributes ``records = []``.
+    without a report contributes ``records = []``. Records stored before check kinds existed read as ``live``.
     """
     out = []
     for path in paths:
@@ -251,6 +305,154 @@ def collect(paths) -> list[dict]:
             for output in cell.get("outputs", []):
                 meta = output.get("metadata", {}).get(METADATA_KEY)
                 if meta:
-                    found.update(chapter=meta["chapter"], seconds=meta["seconds"], records=meta["records"])
+                    found.update(chapter=meta["chapter"], seconds=meta["seconds"],
+                                 records=[{"kind": "live", "source": ""} | r for r in meta["records"]])
         out.append(found)
     return out
+
+
+# ------------------------------------------------------------------------------ experiments against a paper
+
+AGREEMENT_K = 2.0
+r"""The one rule by which the book compares an experiment with a paper's number, fixed before any measurement:
+a cell agrees when :math:`|\bar x_{\rm ours} - \bar x_{\rm paper}| \le k\sqrt{\mathrm{se}_{\rm paper}^2 +
+\mathrm{se}_{\rm ours}^2}` with :math:`k = 2` and :math:`\mathrm{se} = \mathrm{sd}/\sqrt n` (the paper's ``±``
+is read as the standard deviation over its ``n`` seeds). If the paper's numbers and ours came from the same
+distribution, a cell would disagree with probability about 5 %."""
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """One cell: the paper's mean and sd over ``n_paper`` seeds, ours over ``n_ours``, the difference and the allowance."""
+
+    key: str
+    paper: float
+    paper_sd: float
+    n_paper: int
+    ours: float
+    ours_sd: float
+    n_ours: int
+    delta: float
+    allowed: float
+    agrees: bool
+
+
+def _sd(name, value) -> float:
+    value = float(value)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a finite standard deviation >= 0; got {name} = {value}.")
+    return value
+
+
+def _n(name, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a number of seeds >= 1; got {name} = {value!r}.")
+    return int(value)
+
+
+def agreement(paper: float, paper_sd: float, n_paper: int, ours: float, ours_sd: float, n_ours: int, *, key: str = "",
+              k: float = AGREEMENT_K) -> Agreement:
+    r"""Compare one cell by the rule of :data:`AGREEMENT_K`: :math:`|\Delta| \le k\sqrt{\mathrm{se}_p^2 + \mathrm{se}_o^2}`."""
+    paper, ours = float(paper), float(ours)
+    if not (math.isfinite(paper) and math.isfinite(ours)):
+        raise ValueError(f"paper and ours must be finite numbers; got paper = {paper}, ours = {ours}.")
+    paper_sd, ours_sd = _sd("paper_sd", paper_sd), _sd("ours_sd", ours_sd)
+    n_paper, n_ours = _n("n_paper", n_paper), _n("n_ours", n_ours)
+    if not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
+        raise ValueError(f"k must be a finite number > 0; got k = {k!r}.")
+    allowed = k * math.sqrt(paper_sd ** 2 / n_paper + ours_sd ** 2 / n_ours)
+    delta = ours - paper
+    return Agreement(str(key), paper, paper_sd, n_paper, ours, ours_sd, n_ours, delta, allowed, abs(delta) <= allowed)
+
+
+@dataclass(frozen=True)
+class TableComparison:
+    """A table compared with the paper's cell by cell (:func:`compare_table`)."""
+
+    title: str
+    cells: tuple
+    k: float
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.cells)
+
+    @property
+    def n_agree(self) -> int:
+        return sum(c.agrees for c in self.cells)
+
+    @property
+    def disagreeing(self) -> list[Agreement]:
+        return [c for c in self.cells if not c.agrees]
+
+    @property
+    def k_family(self) -> float:
+        """The allowance factor for the whole table: Bonferroni's :math:`\\Phi^{-1}(1 - 0.05/(2n))` over ``n`` cells."""
+        from statistics import NormalDist
+
+        return NormalDist().inv_cdf(1 - 0.05 / (2 * self.n_cells))
+
+    @property
+    def reproduced(self) -> bool:
+        """True when every cell agrees within :attr:`k_family` standard errors (a 5 % family-wise test)."""
+        return all(abs(c.delta) <= c.allowed * self.k_family / self.k for c in self.cells)
+
+    def summary(self) -> str:
+        verdict = "reproduced" if self.reproduced else "not reproduced"
+        text = (f"{self.title}: {self.n_agree} of {self.n_cells} cells agree with the paper (|Δ| ≤ {fmt.value(self.k)}·√(se_paper² + "
+                f"se_ours²)); as a table (every cell within {fmt.value(self.k_family)} se, 5 % family-wise): {verdict}.")
+        if self.disagreeing:
+            text += " Disagreeing: " + "; ".join(
+                f"{c.key} (paper {fmt.value(c.paper, 2)}, ours {fmt.value(c.ours, 2)}, Δ {fmt.value(c.delta, 2)}, allowed "
+                f"{fmt.value(c.allowed, 2)})" for c in self.disagreeing) + "."
+        return text
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        head = ("cell", "paper", "ours", "Δ", "allowed", "agrees")
+        rows = [(c.key, fmt.pm(c.paper, c.paper_sd), fmt.pm(c.ours, c.ours_sd), f"{c.delta:+.2f}", f"{c.allowed:.2f}",
+                 "✓" if c.agrees else "✗") for c in self.cells]
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in row) + "</tr>" for row in rows)
+        table = (f"<p>{html.escape(self.summary())}</p><table class=\"clbook-checks\"><thead><tr>"
+                 + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{body}</tbody></table>")
+        return {"text/plain": self.summary(), "text/html": table}
+
+
+def compare_table(paper: dict, ours: dict, *, n_paper: int, title: str = "Table", k: float = AGREEMENT_K) -> TableComparison:
+    """Compare two tables cell by cell by the rule of :data:`AGREEMENT_K`.
+
+    Parameters
+    ----------
+    paper : dict
+        ``{cell: (mean, sd)}``, the paper's numbers (``sd`` over ``n_paper`` seeds; 0 where the paper gives none).
+    ours : dict
+        ``{cell: values}``, our per-seed values (a sequence of numbers) for every cell of ``paper``.
+    n_paper : int
+        The paper's number of seeds.
+    """
+    if not isinstance(paper, dict) or not paper:
+        raise ValueError("paper must be a non-empty dict {cell: (mean, sd)}.")
+    missing = [key for key in paper if key not in ours]
+    if missing:
+        raise ValueError(f"ours has no value for the paper's cells {', '.join(map(str, missing))}.")
+    cells = []
+    for key, (mean, sd) in paper.items():
+        values = np.asarray(ours[key], dtype=np.float64).reshape(-1)
+        if values.size == 0 or not np.all(np.isfinite(values)):
+            raise ValueError(f"ours[{key!r}] must hold finite per-seed values; got {ours[key]!r}.")
+        ours_sd = float(values.std(ddof=1)) if values.size > 1 else 0.0
+        cells.append(agreement(mean, sd, n_paper, float(values.mean()), ours_sd, int(values.size), key=str(key), k=k))
+    return TableComparison(str(title), tuple(cells), float(k))
+
+
+def detectable_difference(sd_a: float, n_a: int, sd_b: float, n_b: int, *, k: float = AGREEMENT_K, power: float = 0.8) -> float:
+    r"""The smallest true difference of two means that a "differs by more than :math:`k` se" test detects with ``power``.
+
+    :math:`(k + z_{\rm power})\sqrt{\mathrm{sd}_a^2/n_a + \mathrm{sd}_b^2/n_b}` (normal approximation). A claim of
+    "no difference" is only made when this is below the effect the paper reports.
+    """
+    sd_a, sd_b, n_a, n_b = _sd("sd_a", sd_a), _sd("sd_b", sd_b), _n("n_a", n_a), _n("n_b", n_b)
+    if not (isinstance(power, (int, float)) and 0.5 <= power < 1):
+        raise ValueError(f"power must lie in [0.5, 1); got power = {power!r}.")
+    from statistics import NormalDist
+
+    return (k + NormalDist().inv_cdf(power)) * math.sqrt(sd_a ** 2 / n_a + sd_b ** 2 / n_b)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from .._validate import check_in_range, check_int, check_nonnegative, check_pair, check_positive, check_tensor
-from ..config import _check_generator, current, rand, randint, to_device
+from ..config import _check_generator, defaults, rand, randint, to_device
 
 __all__ = ["ModeBatch", "orthogonal_modes", "assumption1_violations"]
 
@@ -121,7 +121,7 @@ def orthogonal_modes(n: int, *, modes: int, generator: torch.Generator, dim: int
         other = (labels + 1 + randint(0, modes - 1, (n,), generator=generator).cpu()) % modes
         x1[mixed, other[mixed]] = 0.5 * amp[mixed]
     x2 = gamma.unsqueeze(1) * x1
-    dev = current().device
+    dev = defaults()[0]
     return ModeBatch(to_device(x1), to_device(x2), labels.to(dev), to_device(amp), to_device(gamma), mixed.to(dev))
 
 

@@ -40,7 +40,7 @@ from .. import alpha as _alpha
 from .. import covariance as _covariance
 from .. import losses as _losses
 from .._validate import check_choice, check_int, check_nonnegative, check_positive, check_tensor
-from ..config import current, randn
+from ..config import defaults, randn
 
 __all__ = [
     "NORMALIZATIONS", "ContrastiveBatch", "contrastive_batch", "set_top_gap", "random_weights", "project",
@@ -119,9 +119,9 @@ def contrastive_batch(n: int = 32, d: int = 10, *, gap: float = 1.0, augmentatio
     temperature = check_positive("temperature", temperature)
     seed = check_int("seed", seed, 0)
     gen = torch.Generator().manual_seed(seed)
-    state = current()
+    device, dtype = defaults()
     scales = torch.cat([torch.tensor([1.0 + gap]), torch.linspace(1.0, 0.3, d - 1, dtype=torch.float64)])
-    x1 = randn(n, d, generator=gen) * scales.to(device=state.device, dtype=state.dtype)
+    x1 = randn(n, d, generator=gen) * scales.to(device=device, dtype=dtype)
     x2 = x1 + augmentation * randn(n, d, generator=gen)
     weights = _alpha.pairwise_importance(_losses.infonce(temperature, 0.0), x1, x2)
     X = _covariance.contrastive_covariance(weights, x1, x2)

@@ -576,7 +576,7 @@ def figures(**kw) -> dict:
 
 
 def load(name: str) -> dict:
-    """The stored result ``clbook/results/landscape/<name>.json`` (``table1``, ``table2``, ``table4``, ``figures``, ``bench``, ``quick-...``)."""
+    """The stored result ``clbook/results/landscape/<name>.json`` (``table1``, ``table2``, ``table4``, ``figures``, ``bench``)."""
     names = ("table1", "table2", "table4", "figures", "bench", "table2-dependent", "table2-dependent-ncl")
     check_choice("name", name, tuple(f"{q}{e}" for q in ("", "quick-") for e in names))
     return results.load("landscape", name)

@@ -55,3 +55,38 @@ def test_draw_argument_errors():
         clbook.rand(-1, generator=clbook.generator(0))
     values = clbook.randint(0, 4, (100,), generator=clbook.generator(0))
     assert values.min() >= 0 and values.max() < 4
+
+
+def test_draws_before_setup_change_no_global_state():
+    """Without setup(), a draw uses the device policy and float64 and leaves seeds, threads and dtype alone."""
+    import subprocess
+    import sys
+
+    code = (
+        "import torch; torch.set_num_threads(2); torch.manual_seed(11); state = torch.get_rng_state()\n"
+        "import clbook\n"
+        "x = clbook.randn(3, generator=clbook.generator(0))\n"
+        "assert x.dtype == torch.float64, x.dtype\n"
+        "assert torch.get_num_threads() == 2 and torch.get_default_dtype() == torch.float32\n"
+        "assert torch.equal(torch.get_rng_state(), state)\n"
+        "try:\n    clbook.current()\nexcept RuntimeError as e:\n    assert 'clbook.setup' in str(e)\n"
+        "else:\n    raise SystemExit('current() set up silently')\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"CLBOOK_DEVICE": "cpu", "PATH": ""})
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_setup_chooses_deterministic_full_precision_kernels():
+    clbook.setup(0, device="cpu")
+    assert torch.are_deterministic_algorithms_enabled()
+    assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+    assert torch.get_float32_matmul_precision() == "highest"
+
+
+def test_same_seed_same_numbers_twice_in_one_process():
+    clbook.setup(3, device="cpu")
+    a = (torch.randn(4), clbook.randn(4, generator=clbook.generator(1)))
+    clbook.setup(3, device="cpu")
+    b = (torch.randn(4), clbook.randn(4, generator=clbook.generator(1)))
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))

@@ -39,9 +39,46 @@ def test_tolerance_required_and_forms_exclusive():
         verify.check("acl-thm-1", "q", [1.0, 2.0], [1.0, 2.0, 3.0], rtol=1e-9)
 
 
-def test_format_error_masks_rounding_noise():
-    assert verify.format_error(3e-16) == "< 1e-13" and verify.format_error(0.0) == "< 1e-13"
-    assert verify.format_error(2.5e-6) == "2.5e-06" and verify.format_number(0.123456) == "0.1235"
+def test_number_policy_in_the_report():
+    rec = verify.check("acl-thm-1", "residual", measured=3e-13, bound=1e-8)
+    assert rec.measured == "< 1e-10" and rec.kind == "live"
+    rec = verify.check("acl-thm-1", "zero", 0.0, 2e-12, atol=1e-9)
+    assert rec.predicted == "0" and rec.measured == "< 1e-9"
+    rec = verify.check("acl-thm-1", "value", 0.123456, 0.1234561, rtol=1e-5)
+    assert rec.predicted == rec.measured == "0.123"
+    assert verify.format_error is verify.fmt.error and verify.format_number is verify.fmt.value
+
+
+def test_kinds_and_sources():
+    verify.check("pokle-thm-1", "live", 1.0, 1.0, atol=1e-9)
+    verify.check("pokle-tab-2", "stored", measured=0.5, lower=0.1, kind="stored", source="landscape/table2")
+    verify.check("pokle-eq-1", "identity", 0.0, 0.0, atol=1e-12, kind="illustration")
+    info = verify.summarise(verify.records())
+    assert info["counts"] == {"live": 1, "stored": 1, "illustration": 1}
+    assert info["status"] == {"pokle-thm-1": "live", "pokle-tab-2": "stored only", "pokle-eq-1": "not checked"}
+    text = verify.report("Chapter Y")._repr_mimebundle_()[0]["text/plain"]
+    assert "1 live, 1 on stored results, 1 illustrations" in text and "Not checked (illustrations only): pokle-eq-1" in text
+    for bad in [dict(kind="guess"), dict(kind="stored"), dict(kind="stored", source="landscape/nope"),
+                dict(kind="stored", source="table2"), dict(source="landscape/table2")]:
+        with pytest.raises(ValueError):
+            verify.check("pokle-thm-1", "q", 1.0, 1.0, atol=1e-9, **bad)
+
+
+def test_table_comparison_cell_by_cell():
+    paper = {"a": (0.50, 0.02), "b": (0.60, 0.01), "c": (0.70, 0.0)}
+    ours = {"a": [0.51, 0.49, 0.50], "b": [0.80, 0.81, 0.79], "c": [0.70, 0.71, 0.69]}
+    t = verify.compare_table(paper, ours, n_paper=5, title="T")
+    assert t.n_cells == 3 and t.n_agree == 2 and [c.key for c in t.disagreeing] == ["b"] and not t.reproduced
+    assert "2 of 3 cells agree" in t.summary()
+    a = verify.agreement(0.5, 0.1, 5, 0.6, 0.1, 5)
+    assert a.allowed == pytest.approx(2 * (0.02 / 5 * 1) ** 0.5 * 1) and a.agrees  # 0.1 <= 2*sqrt(0.002+0.002)
+    assert verify.compare_table({"x": (0.5, 0.1)}, {"x": [0.52, 0.48, 0.5]}, n_paper=5).reproduced
+    with pytest.raises(ValueError, match="no value"):
+        verify.compare_table(paper, {"a": [0.5]}, n_paper=5)
+    with pytest.raises(ValueError, match="n_paper"):
+        verify.agreement(0.5, 0.1, 0, 0.5, 0.1, 5)
+    d = verify.detectable_difference(0.05, 5, 0.05, 5)
+    assert 0.08 < d < 0.1
 
 
 def test_report_metadata_roundtrip(tmp_path):
@@ -55,12 +92,3 @@ def test_report_metadata_roundtrip(tmp_path):
     path.write_text(json.dumps(notebook))
     (found,) = verify.collect([path])
     assert found["chapter"] == "Chapter X" and found["records"][0]["label"] == "pokle-cor-1" and found["seconds"] >= 0
-
-
-def test_chapters_in_toc(tmp_path):
-    (tmp_path / "book").mkdir()
-    for name in ("ch01.ipynb", "verification.ipynb", "notes.md"):
-        (tmp_path / "book" / name).write_text("{}")
-    toc = "root: book/notes\nchapters:\n  - file: book/ch01\n  - file: book/verification\n  - file: book/missing\n"
-    (tmp_path / "_toc.yml").write_text(toc)
-    assert [p.name for p in verify.chapters_in_toc(tmp_path / "_toc.yml")] == ["ch01.ipynb"]

@@ -1,0 +1,307 @@
+"""One runner for every heavy experiment: jobs as data, results stored atomically, resume, provenance, progress.
+
+An experiment describes its work as a list of :class:`Job` (a unique key, the keyword arguments of a top-level
+function, a relative cost) and hands it to :func:`run_jobs`, which
+
+* runs the jobs, the most expensive first, through :mod:`joblib`: local processes by default
+  (``backend="local"``, loky), or the workers of a Dask cluster (``backend="dask"``, through
+  :mod:`dask.distributed`; ``scheduler`` is the address of a running scheduler, e.g. one started by
+  ``dask-jobqueue`` on Slurm/PBS/SGE, or ``None`` for a :class:`~dask.distributed.LocalCluster` on this machine);
+* writes ``<out>/<name>.partial.json`` atomically after every finished job, so an interrupted run keeps its work;
+* on the next call with the same settings, skips the jobs that the partial (or complete) result already holds
+  (``resume=True``, the default; ``--fresh`` on the command line starts over);
+* writes ``<out>/<name>.json`` only when every job has finished, and only then removes the partial file: a
+  complete result is never replaced by a partial one;
+* records one provenance (:func:`clbook.results.provenance`).
+
+The result file is ``{"experiment", "name", "complete", "settings", "jobs": {key: {"params", "result",
+"seconds"}}, "provenance"}``.
+
+Running on a cluster::
+
+    # on the cluster: dask scheduler (or a dask-jobqueue SLURMCluster(...).scheduler_address), then workers
+    python -m clbook.experiments.landscape table2 --backend dask --scheduler tcp://head-node:8786 --out results/
+
+Each worker needs clbook installed (``pip install clbook``, the same version) and one thread per job
+(:func:`run_jobs` sets ``torch.set_num_threads(threads)`` inside each job). Used by every module of
+:mod:`clbook.experiments`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .. import results
+from .._validate import check_choice, check_int
+
+__all__ = ["Job", "run_jobs", "add_arguments", "int_list", "float_list", "choice_list", "positive_int", "BACKENDS"]
+
+BACKENDS = ("local", "dask")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of work: ``function(**params)``, stored under ``key``; ``cost`` orders the jobs (largest first)."""
+
+    key: str
+    params: dict = field(default_factory=dict)
+    cost: float = 1.0
+
+    def __post_init__(self):
+        if not isinstance(self.key, str) or not self.key:
+            raise ValueError(f"Job.key must be a non-empty string; got key = {self.key!r}.")
+        if not isinstance(self.params, dict):
+            raise TypeError(f"Job.params must be a dict of keyword arguments; got {type(self.params).__name__}.")
+        try:
+            json.dumps(self.params)
+        except TypeError as exc:
+            raise TypeError(f"Job {self.key!r}: params must be JSON-serialisable (numbers, strings, lists, dicts); {exc}.") from exc
+        if not (isinstance(self.cost, (int, float)) and math.isfinite(self.cost) and self.cost >= 0):
+            raise ValueError(f"Job {self.key!r}: cost must be a finite number >= 0; got cost = {self.cost!r}.")
+
+
+def _call(function: Callable, key: str, params: dict, threads: int):
+    """Run one job in a worker with ``threads`` torch/BLAS threads; return (key, result, seconds)."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(threads)
+    start = time.perf_counter()
+    with threadpool_limits(limits=threads):
+        result = function(**params)
+    return key, result, time.perf_counter() - start
+
+
+def _check_function(function, backend: str, workers: int):
+    if not callable(function):
+        raise TypeError(f"function must be callable; got {type(function).__name__}.")
+    if (workers > 1 or backend == "dask") and "<locals>" in getattr(function, "__qualname__", ""):
+        raise ValueError("function must be defined at the top level of a module so worker processes can import it; "
+                         f"got {function.__qualname__}.")
+
+
+def _check_jobs(jobs) -> list[Job]:
+    jobs = list(jobs)
+    if not jobs:
+        raise ValueError("the job list is empty: nothing to run (check the models, seeds or sparsities you asked for).")
+    for job in jobs:
+        if not isinstance(job, Job):
+            raise TypeError(f"jobs must be clbook.experiments.runner.Job instances; got {type(job).__name__}.")
+    keys = [job.key for job in jobs]
+    duplicated = sorted({k for k in keys if keys.count(k) > 1})
+    if duplicated:
+        raise ValueError(f"job keys must be unique; repeated: {', '.join(duplicated)}.")
+    return jobs
+
+
+def _previous(out: Path, name: str, settings: dict, jobs: list[Job]) -> dict:
+    """Finished jobs of an earlier run with the same settings (from the partial file, else the complete one)."""
+    wanted = {job.key: job.params for job in jobs}
+    for path in (out / f"{name}.partial.json", out / f"{name}.json"):
+        if not path.is_file():
+            continue
+        old = results.read_json(path)
+        if old.get("settings") != settings:
+            raise ValueError(f"{path} was computed with other settings; rerun with --fresh (resume=False) to start over, "
+                             "or choose another --out.")
+        return {k: v for k, v in old.get("jobs", {}).items() if k in wanted and v.get("params") == wanted[k]}
+    return {}
+
+
+def _earlier_wall(out: Path, name: str) -> float:
+    path = out / f"{name}.partial.json"
+    if path.is_file():
+        return float(results.read_json(path).get("provenance", {}).get("seconds", 0.0))
+    return 0.0
+
+
+def _executor(backend: str, scheduler: str | None, workers: int):
+    """A context manager yielding a function that maps jobs to an iterator of finished (key, result, seconds)."""
+    import contextlib
+
+    import joblib
+
+    @contextlib.contextmanager
+    def local():
+        if workers == 1:
+            yield lambda calls: (_call(*c) for c in calls)
+            return
+        parallel = joblib.Parallel(n_jobs=workers, backend="loky", return_as="generator_unordered")
+        yield lambda calls: parallel(joblib.delayed(_call)(*c) for c in calls)
+
+    @contextlib.contextmanager
+    def dask():
+        try:
+            from dask.distributed import Client, LocalCluster
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("backend='dask' needs dask.distributed: pip install 'dask[distributed]'.") from exc
+        with contextlib.ExitStack() as stack:
+            if scheduler:
+                client = stack.enter_context(Client(scheduler))
+            else:
+                cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                                           dashboard_address=None))
+                client = stack.enter_context(Client(cluster))
+            from dask.distributed import as_completed
+
+            def run(calls):
+                futures = [client.submit(_call, *c, pure=False) for c in calls]
+                for future in as_completed(futures):
+                    yield future.result()
+
+            yield run
+
+    return dask() if backend == "dask" else local()
+
+
+def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings: dict | None = None, workers: int = 2,
+             backend: str = "local", scheduler: str | None = None, resume: bool = True, progress: bool = True,
+             threads: int = 1, experiment: str | None = None) -> dict:
+    """Run ``function(**job.params)`` for every job and store the results; return the result dict.
+
+    Parameters
+    ----------
+    function : callable
+        A top-level function (importable by worker processes) returning a JSON-serialisable value.
+    jobs : list of Job
+        Non-empty, unique keys.
+    out : path
+        The folder of ``<name>.json`` (complete) and ``<name>.partial.json`` (while running).
+    name : str
+        The result's name.
+    command : str
+        The command line, for the provenance.
+    settings : dict, optional
+        Everything that the jobs share; a resumed run must have the same settings.
+    workers : int
+        Local processes (``backend="local"``), or workers of the ``LocalCluster`` (``backend="dask"`` without
+        ``scheduler``).
+    backend : {"local", "dask"}
+    scheduler : str, optional
+        Address of a running Dask scheduler (``tcp://host:8786``); implies ``backend="dask"``.
+    resume : bool
+        Skip the jobs an earlier run with the same settings finished.
+    threads : int
+        torch/BLAS threads inside each job.
+    """
+    check_choice("backend", backend, BACKENDS)
+    if scheduler is not None:
+        if not isinstance(scheduler, str) or not scheduler.strip():
+            raise ValueError(f"scheduler must be the address of a Dask scheduler, e.g. 'tcp://host:8786'; got {scheduler!r}.")
+        backend = "dask"
+    workers = check_int("workers", workers, 1, 512)
+    threads = check_int("threads", threads, 1, 256)
+    _check_function(function, backend, workers)
+    jobs = _check_jobs(jobs)
+    if not isinstance(name, str) or not name or "/" in name:
+        raise ValueError(f"name must be a plain file name; got name = {name!r}.")
+    settings = dict(settings or {})
+    try:
+        json.dumps(settings)
+    except TypeError as exc:
+        raise TypeError(f"settings must be JSON-serialisable; {exc}.") from exc
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    done = _previous(out, name, settings, jobs) if resume else {}
+    todo = sorted((job for job in jobs if job.key not in done), key=lambda job: -job.cost)
+    start = time.perf_counter()
+    earlier_wall = _earlier_wall(out, name) if done else 0.0
+    prov = results.provenance(command, 0.0, backend=backend if scheduler is None else f"dask at {scheduler}", workers=workers,
+                              threads_per_job=threads, resumed_jobs=len(done))
+    data = dict(experiment=experiment or name, name=name, complete=False, settings=settings, jobs=dict(done), provenance=prov)
+    partial, final = out / f"{name}.partial.json", out / f"{name}.json"
+
+    def write(path: Path) -> None:
+        ordered = {job.key: data["jobs"][job.key] for job in jobs if job.key in data["jobs"]}
+        data.update(jobs=ordered, provenance=prov | dict(seconds=round(earlier_wall + time.perf_counter() - start, 1),
+                                                          job_seconds=round(sum(v["seconds"] for v in ordered.values()), 1)))
+        results.write_json(path, data)
+
+    if todo:
+        from tqdm.auto import tqdm
+
+        calls = [(function, job.key, job.params, threads) for job in todo]
+        params = {job.key: job.params for job in todo}
+        with _executor(backend, scheduler, workers) as execute, tqdm(total=len(jobs), initial=len(done), disable=not progress,
+                                                                      desc=name, unit="job") as bar:
+            for key, result, seconds in execute(calls):
+                data["jobs"][key] = dict(params=params[key], result=result, seconds=round(seconds, 2))
+                write(partial)
+                bar.update(1)
+    data["complete"] = True
+    write(final)
+    partial.unlink(missing_ok=True)
+    return data
+
+
+# ------------------------------------------------------------------------------------------- command lines
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _list(text: str, convert, what: str):
+    parts = [p.strip() for p in text.split(",")]
+    if not text.strip() or any(not p for p in parts):
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of {what}, e.g. '1,2,3'; got {text!r}")
+    try:
+        return [convert(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of {what}; got {text!r}") from None
+
+
+def int_list(text: str) -> list[int]:
+    """argparse type: ``"1,2,3"`` -> ``[1, 2, 3]`` (non-negative integers)."""
+    values = _list(text, int, "integers")
+    if any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected non-negative integers; got {text!r}")
+    return values
+
+
+def float_list(text: str) -> list[float]:
+    """argparse type: ``"0.1,0.2"`` -> ``[0.1, 0.2]`` (finite numbers)."""
+    values = _list(text, float, "numbers")
+    if not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"expected finite numbers; got {text!r}")
+    return values
+
+
+def choice_list(choices) -> Callable[[str], list[str]]:
+    """argparse type factory: a comma-separated list whose items are among ``choices``."""
+    choices = tuple(choices)
+
+    def parse(text: str) -> list[str]:
+        values = _list(text, str, "names")
+        bad = [v for v in values if v not in choices]
+        if bad:
+            raise argparse.ArgumentTypeError(f"unknown {', '.join(map(repr, bad))}; choose from {', '.join(choices)}")
+        return values
+
+    parse.__name__ = "list"
+    return parse
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, workers: int = 2) -> argparse.ArgumentParser:
+    """The options every experiment's command line shares: ``--out --workers --backend --scheduler --fresh``."""
+    parser.add_argument("--out", type=Path, default=None,
+                        help="folder for the result files (default: clbook.results.user_dir(), your user data folder)")
+    parser.add_argument("--workers", type=positive_int, default=workers, help=f"parallel processes (default {workers})")
+    parser.add_argument("--backend", choices=BACKENDS, default="local",
+                        help="local processes (joblib/loky) or a Dask cluster (default local)")
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="address of a running Dask scheduler, e.g. tcp://host:8786 (implies --backend dask)")
+    parser.add_argument("--fresh", action="store_true", help="ignore an earlier partial result and start over")
+    return parser
