@@ -40,7 +40,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check clbook tests tools book
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest -p no:cacheprovider -q tests/unit
+	$(BIN)/python -m pytest -p no:cacheprovider -q tests/unit tests/api
 
 notebooks: $(STAMP)
 	mkdir -p _build

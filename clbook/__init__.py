@@ -16,7 +16,7 @@ from . import alpha, config, covariance, data, dynamics, losses, metrics, nets, 
 from .config import current, generator, rand, randint, randn, setup, to_device
 from .verify import check
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "alpha", "config", "covariance", "data", "dynamics", "losses", "metrics", "nets", "verify", "viz", "widgets",

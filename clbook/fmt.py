@@ -34,7 +34,7 @@ import numbers
 
 import torch
 
-__all__ = ["FLOORS", "DEFAULT_DIGITS", "value", "error", "floor_for", "percent", "pm"]
+__all__ = ["FLOORS", "DEFAULT_DIGITS", "value", "error", "floor_for", "percent", "pm", "glue"]
 
 FLOORS = {torch.float64: 1e-10, torch.float32: 1e-4}
 """The bound below which an error prints as ``< floor``, by dtype."""
@@ -71,15 +71,20 @@ def floor_for(dtype: torch.dtype) -> float:
     return FLOORS[dtype]
 
 
+def _sci(x: float, digits: int) -> str:
+    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{int(exponent):+d}".replace("e+", "e+") if int(exponent) > 0 else f"{mantissa}e{int(exponent)}"
+
+
 def _sig(x: float, digits: int) -> str:
     if x == 0:
         return "0"
     if 1e-3 <= abs(x) < 1e5:
         text = f"{x:.{digits}g}"
-        if "e" in text:  # e.g. 99999.5 with 3 digits
-            return f"{x:.{digits - 1}e}".replace("e+0", "e+").replace("e-0", "e-")
-        return text
-    return f"{x:.{digits - 1}e}".replace("e+0", "e+").replace("e-0", "e-")
+        return _sci(x, digits) if "e" in text else text
+    return _sci(x, digits)
 
 
 def value(x, digits: int = DEFAULT_DIGITS) -> str:
@@ -123,3 +128,26 @@ def pm(mean, sd, digits: int = 2) -> str:
     """``mean ± sd`` with ``digits`` decimals (the papers' tables print two): ``pm(0.8812, 0.0213) == '0.88 ± 0.02'``."""
     mean, sd, digits = _real("mean", mean), _real("sd", sd), _digits(digits)
     return f"{mean:.{digits}f} ± {sd:.{digits}f}"
+
+
+def glue(name: str, variable, display: bool = False) -> None:
+    """Store ``variable`` (usually a string from :func:`value` or :func:`error`) for the book's ``{glue}`` roles.
+
+    This is :func:`myst_nb.glue` when myst-nb is installed (building the book), and otherwise emits the same display
+    data (``application/papermill.record/...`` with ``scrapbook`` metadata), so a chapter runs unchanged where only
+    clbook is installed (Colab, Binder, a course server) and myst-nb, with its Sphinx stack, is not.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string; got name = {name!r}.")
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        from IPython.core.formatters import format_display_data
+        from IPython.display import display as ipy_display
+
+        mimebundle, metadata = format_display_data(variable)
+        prefix = "" if display else "application/papermill.record/"
+        metadata["scrapbook"] = dict(name=name, mime_prefix=prefix)
+        ipy_display({prefix + k: v for k, v in mimebundle.items()}, raw=True, metadata=metadata)
+        return
+    myst_glue(name, variable, display=display)

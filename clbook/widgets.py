@@ -4,17 +4,58 @@ A panel contains no mathematics. ``figure_fn(**params)`` computes and plots; the
 passes the controls' values. :func:`static` draws the same function at the initial values,
 the twin figure that the HTML and a printout show.
 
+A chapter's panel is declared once, in the package, as a :class:`PanelSpec` (the figure function and a function
+that builds its bounded controls) listed in the ``PANELS`` of a :mod:`clbook.viz` submodule; the chapter shows it
+with ``widgets.panel(spec)`` and ``widgets.static(spec)``. ``tests/api/test_widgets.py`` draws every registered
+panel at the ends of every control's range (:func:`extremes`), so a bound that lets a reader leave the valid
+domain fails a test.
+
 Used by every chapter.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import ipywidgets as w
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-__all__ = ["panel", "static", "slider", "log_slider", "int_slider", "dropdown", "toggle"]
+__all__ = ["PanelSpec", "panel", "static", "extremes", "slider", "log_slider", "int_slider", "dropdown", "toggle"]
+
+
+@dataclass(frozen=True)
+class PanelSpec:
+    """A chapter's parameter panel: ``figure(**values)`` returns a matplotlib figure; ``controls()`` builds the
+    bounded widgets, name -> widget, whose values are the figure's keyword arguments."""
+
+    chapter: str
+    figure: Callable
+    controls: Callable[[], dict]
+
+    def __post_init__(self):
+        if not callable(self.figure) or not callable(self.controls):
+            raise TypeError("PanelSpec needs a figure function and a function that builds the controls.")
+
+
+def extremes(controls: dict) -> list[dict]:
+    """The values at which a panel is tested: every control at its initial value, then each control alone at
+    each end of its range (sliders) or at each option (dropdowns, checkboxes)."""
+    base = {name: c.value for name, c in controls.items()}
+    out = [base]
+    for name, c in controls.items():
+        if isinstance(c, w.FloatLogSlider):
+            ends = [c.base ** c.min, c.base ** c.max]
+        elif isinstance(c, (w.FloatSlider, w.IntSlider)):
+            ends = [c.min, c.max]
+        elif isinstance(c, w.Dropdown):
+            ends = [v for _, v in c.options] if c.options and isinstance(c.options[0], tuple) else list(c.options)
+        elif isinstance(c, w.Checkbox):
+            ends = [False, True]
+        else:
+            raise TypeError(f"controls[{name!r}]: no test ends for {type(c).__name__}.")
+        out += [base | {name: v} for v in ends if v != base[name]]
+    return out
 
 
 def slider(description: str, value: float, low: float, high: float, step: float) -> w.FloatSlider:
@@ -55,18 +96,29 @@ def toggle(description: str, value: bool = False) -> w.Checkbox:
     return w.Checkbox(value=value, description=description, indent=False)
 
 
-def static(figure_fn: Callable, **params) -> None:
-    """Draw ``figure_fn(**params)`` once and show it: the panel's static twin."""
+def static(figure_fn, **params) -> None:
+    """Draw ``figure_fn(**params)`` once and show it: the panel's static twin (a :class:`PanelSpec` draws at its
+    controls' initial values)."""
+    if isinstance(figure_fn, PanelSpec):
+        params = {name: c.value for name, c in figure_fn.controls().items()} | params
+        figure_fn = figure_fn.figure
     fig = figure_fn(**params)
     display(fig)
     plt.close(fig)
 
 
-def panel(figure_fn: Callable, controls: dict, *, columns: int = 3) -> w.VBox:
+def panel(figure_fn, controls: dict | None = None, *, columns: int = 3) -> w.VBox:
     """Wire ``controls`` (name -> widget) to ``figure_fn(**values)``; returns the panel widget.
 
-    The figure is redrawn into an Output widget each time a control changes.
+    ``panel(spec)`` with a :class:`PanelSpec` builds its controls. The figure is redrawn into an Output widget each
+    time a control changes.
     """
+    if isinstance(figure_fn, PanelSpec):
+        if controls is not None:
+            raise ValueError("give a PanelSpec alone, or a figure function with its controls.")
+        figure_fn, controls = figure_fn.figure, figure_fn.controls()
+    if controls is None:
+        raise ValueError("controls must name at least one widget.")
     if not controls:
         raise ValueError("controls must name at least one widget.")
     for name, control in controls.items():

@@ -51,13 +51,53 @@ def chapters() -> list[Path]:
     return [p for p in toc_entries() if p.suffix == ".ipynb" and p.stem != "verification"]
 
 
-def bootstrap_source(url: str | None = None) -> str:
-    url = url or repository_url()
+def book_url() -> str:
+    """Where the book is published: ``html.baseurl`` in ``_config.yml`` (ends with a slash)."""
+    text = (ROOT / "_config.yml").read_text(encoding="utf-8")
+    match = re.search(r"^\s+baseurl:\s*(\S+)", text, flags=re.M)
+    if not match:
+        raise SystemExit("_config.yml has no html.baseurl")
+    url = match.group(1)
+    return url if url.endswith("/") else url + "/"
+
+
+def package_version() -> str:
+    """The version of clbook in this checkout (``clbook/__init__.py``), without importing it."""
+    match = re.search(r'^__version__ = "([^"]+)"', (ROOT / "clbook" / "__init__.py").read_text(encoding="utf-8"), flags=re.M)
+    if not match:
+        raise SystemExit("clbook/__init__.py has no __version__")
+    return match.group(1)
+
+
+def wheel_name(version: str | None = None) -> str:
+    return f"clbook-{version or package_version()}-py3-none-any.whl"
+
+
+def bootstrap_source(url: str | None = None, version: str | None = None) -> str:
+    """The first cell of every chapter: install the clbook wheel this book was built with, or fail in one sentence.
+
+    ``CLBOOK_WHEEL_URL`` overrides the address (``make colab`` serves the wheel on 127.0.0.1 and runs this very cell).
+    """
+    version = version or package_version()
+    url = url or f"{book_url()}_static/wheels/{wheel_name(version)}"
     return (
+        "import os\n"
+        "import subprocess\n"
+        "import sys\n"
+        "\n"
+        f'CLBOOK = "{version}"  # the clbook this chapter was run with\n'
         "try:\n"
         "    import clbook\n"
-        "except ImportError:\n"
-        f'    %pip install -q "clbook @ git+{url}"'
+        "    assert clbook.__version__ == CLBOOK\n"
+        "except (ImportError, AssertionError):\n"
+        f'    wheel = os.environ.get("CLBOOK_WHEEL_URL", "{url}")\n'
+        '    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", wheel], capture_output=True, text=True)\n'
+        "    if pip.returncode != 0:\n"
+        '        why = (pip.stderr.strip().splitlines() or ["pip failed"])[-1]\n'
+        '        raise RuntimeError(f"could not install clbook {CLBOOK} from {wheel}: {why}") from None\n'
+        '    if "clbook" in sys.modules:\n'
+        '        raise RuntimeError(f"clbook was updated to {CLBOOK}: restart the kernel and run this chapter again.") from None\n'
+        "    import clbook"
     )
 
 

@@ -1,0 +1,49 @@
+"""Every registered panel (a PanelSpec in the PANELS of a clbook.viz submodule) draws at the ends of every range.
+
+A chapter that shows a panel registers it, so a slider bound that takes a reader out of the valid domain fails here.
+"""
+import importlib
+import pkgutil
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+import clbook  # noqa: E402
+import clbook.viz  # noqa: E402
+from clbook import widgets  # noqa: E402
+
+
+def registered():
+    found = []
+    for info in pkgutil.iter_modules(clbook.viz.__path__, "clbook.viz."):
+        module = importlib.import_module(info.name)
+        for spec in getattr(module, "PANELS", ()):
+            assert isinstance(spec, widgets.PanelSpec), f"{info.name}.PANELS holds a {type(spec).__name__}"
+            found.append(pytest.param(spec, id=f"{spec.chapter}:{spec.figure.__name__}"))
+    return found
+
+
+@pytest.mark.parametrize("spec", registered())
+def test_panel_draws_at_the_ends_of_every_range(spec):
+    clbook.setup(seed=0, device="cpu")
+    slowest = 0.0
+    for values in widgets.extremes(spec.controls()):
+        start = time.perf_counter()
+        fig = spec.figure(**values)
+        slowest = max(slowest, time.perf_counter() - start)
+        assert fig.axes, f"{spec.figure.__name__}({values}) drew nothing"
+        plt.close(fig)
+    assert slowest < 10, f"{spec.figure.__name__} took {slowest:.1f} s at an end of its range"
+
+
+def test_extremes_cover_each_end():
+    import ipywidgets as w
+
+    controls = {"a": w.FloatSlider(value=0.5, min=0.1, max=1.0), "b": w.Dropdown(options=["x", "y"], value="x"),
+                "c": w.Checkbox(value=False), "d": w.IntSlider(value=3, min=1, max=5)}
+    got = widgets.extremes(controls)
+    assert got[0] == {"a": 0.5, "b": "x", "c": False, "d": 3} and len(got) == 1 + 2 + 1 + 1 + 2
