@@ -117,21 +117,30 @@ def sync_bootstrap(path: Path) -> bool:
     raise SystemExit(f"{path}: no code cell")
 
 
-def execute(path: Path, *, write: bool = True, timeout: int = 600) -> float:
+def kernel_env(extra: dict | None = None) -> dict:
+    """The environment of a chapter's kernel: this process's, the CPU and one thread unless set, fixed hashing."""
+    env = dict(os.environ)
+    env.setdefault("CLBOOK_DEVICE", "cpu")
+    env.setdefault("CLBOOK_THREADS", "1")
+    env.update(PYTHONHASHSEED="0", MPLBACKEND="module://matplotlib_inline.backend_inline")
+    env.update(extra or {})
+    return env
+
+
+def execute_notebook(nb, folder: Path, *, env: dict | None = None, timeout: int = 600, kernel_name: str = "python3"):
+    """Execute ``nb`` in place in a kernel started in ``folder`` with ``kernel_env(env)``; return it."""
+    client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, resources={"metadata": {"path": str(folder)}},
+                            record_timing=False, store_widget_state=True)
+    client.execute(env=kernel_env(env))
+    return nb
+
+
+def execute(path: Path, *, write: bool = True, timeout: int = 600, env: dict | None = None) -> float:
     """Execute a notebook on the CPU in its folder, store outputs and widget state; return seconds."""
     nb = nbformat.read(path, as_version=4)
-    env_backup = dict(os.environ)
-    os.environ.update(CLBOOK_DEVICE=os.environ.get("CLBOOK_DEVICE", "cpu"), CLBOOK_THREADS=os.environ.get("CLBOOK_THREADS", "1"),
-                      PYTHONHASHSEED="0", MPLBACKEND="module://matplotlib_inline.backend_inline")
-    try:
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
-                                record_timing=False, store_widget_state=True)
-        start = time.perf_counter()
-        client.execute()
-        seconds = time.perf_counter() - start
-    finally:
-        os.environ.clear()
-        os.environ.update(env_backup)
+    start = time.perf_counter()
+    execute_notebook(nb, path.parent, env=env, timeout=timeout)
+    seconds = time.perf_counter() - start
     if write:
         nbformat.write(nb, path)
     return seconds
