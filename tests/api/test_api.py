@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, given, settings
 
 import clbook
 
-from . import domains_acl, domains_core, domains_esser, domains_nonlin, domains_pokle
+from . import domains_acl, domains_ch17, domains_core, domains_esser, domains_nonlin, domains_pokle
 from .spec import Spec, call, finite
 
 TABLE: dict[str, Spec] = {}
-for _module in (domains_core, domains_acl, domains_nonlin, domains_esser, domains_pokle):
+for _module in (domains_core, domains_acl, domains_nonlin, domains_esser, domains_pokle, domains_ch17):
     _overlap = set(TABLE) & set(_module.DOMAINS)
     assert not _overlap, f"specified twice: {sorted(_overlap)}"
     TABLE.update(_module.DOMAINS)

@@ -14,7 +14,7 @@ import nbtools  # noqa: E402
 
 CHAPTERS = nbtools.chapters()
 IDS = [p.stem for p in CHAPTERS]
-LABEL = r"(?:acl|nonlin|esser|pokle)-(?:def|asm|lem|thm|cor|prop|rem|conj|ex|eq)-[0-9A-Za-z.]+"
+LABEL = r"(?:acl|nonlin|esser|pokle)-(?:def|asm|lem|thm|cor|prop|rem|conj|ex|eq|fig|tab)-[0-9A-Za-z.]+"
 BUDGET_SECONDS = 30.0
 
 
