@@ -7,11 +7,15 @@ STAMP := $(VENV)/.clbook-installed
 CHAPTERS = $(shell test -x $(BIN)/python && $(BIN)/python tools/nbtools.py list)
 NBVAL = $(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg -q
 
-.PHONY: book bench test lint unit notebooks structure assignments-test assignments browser chromium outputs sync lab serve clean help
+.PHONY: book bench test lint unit notebooks structure assignments-test assignments browser chromium outputs sync lab serve clean help dist colab binder stability
 
 help:
 	@echo "make book     build the HTML book into _build/html (sets up .venv first)"
-	@echo "make test     unit tests, nbval on every chapter (1 and 2 threads), structure tests"
+	@echo "make test     lint, unit and API tests, nbval on every chapter as three machines, structure tests,"
+	@echo "              the Colab-like and Binder-like runs, the autograders in their own environment, the browser test"
+	@echo "make colab    build the wheel, install it as Colab would, run every chapter alone (twice in one kernel)"
+	@echo "make binder   install binder/'s environment in a fresh venv and run every chapter"
+	@echo "make stability  list the printed numbers that differ between machine configurations"
 	@echo "make assignments  build the graded assignments (student notebooks, autograders) into _build/assignments"
 	@echo "make bench    time the batched experiments against the authors' code (reports in clbook/results/)"
 	@echo "make outputs  re-execute every chapter on the CPU and store outputs and widget state"
@@ -19,7 +23,7 @@ help:
 	@echo "make serve    serve _build/html on http://127.0.0.1:8000"
 	@echo "make browser  build the book and open every page in headless Chromium (screenshots in _build/screenshots)"
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt binder/reader.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -r requirements.txt -e .
@@ -30,10 +34,12 @@ book: $(STAMP)
 	bash tools/vendor.sh
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute
 	$(BIN)/jupyter-book build . -W -n --keep-going
+	$(BIN)/python tools/readers.py dist
+	mkdir -p _build/html/_static/wheels && cp _build/dist/clbook-*.whl _build/html/_static/wheels/
 	@echo "The book is in _build/html: open _build/html/index.html, or run 'make serve'."
 
 test: $(STAMP)
-	$(MAKE) --no-print-directory lint unit notebooks structure assignments-test browser
+	$(MAKE) --no-print-directory lint unit notebooks structure colab binder assignments-test browser
 
 # ruff on the package, the tests, the tools and every notebook cell.
 lint: $(STAMP)
@@ -42,10 +48,37 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/unit tests/api
 
+# nbval in strict mode against the stored outputs, as three other machines would run the chapters: one thread with
+# this CPU's kernels; two threads with torch's portable kernels and older MKL/OpenBLAS instruction sets; one thread
+# with AVX2 kernels. The two one-thread runs share the two cores; then the two-thread run.
+NATIVE := CLBOOK_THREADS=1
+PORTABLE := CLBOOK_THREADS=2 ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 OPENBLAS_CORETYPE=Prescott
+AVX2 := CLBOOK_THREADS=1 ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 OPENBLAS_CORETYPE=Haswell
 notebooks: $(STAMP)
 	mkdir -p _build
-	CLBOOK_THREADS=1 CLBOOK_DEVICE=$${CLBOOK_DEVICE:-cpu} CLBOOK_TIMES=_build/nbval-times-1.json $(NBVAL) $(CHAPTERS) book/verification.ipynb
-	CLBOOK_THREADS=2 CLBOOK_DEVICE=$${CLBOOK_DEVICE:-cpu} CLBOOK_TIMES=_build/nbval-times-2.json $(NBVAL) $(CHAPTERS)
+	@set -e; export CLBOOK_DEVICE=$${CLBOOK_DEVICE:-cpu}; \
+	$(NATIVE) CLBOOK_TIMES=_build/nbval-times-1.json $(NBVAL) $(CHAPTERS) book/verification.ipynb > _build/nbval-native.log 2>&1 & native=$$!; \
+	$(AVX2) CLBOOK_TIMES=_build/nbval-times-avx2.json $(NBVAL) $(CHAPTERS) > _build/nbval-avx2.log 2>&1 & avx2=$$!; \
+	wait $$native && a=0 || a=$$?; wait $$avx2 && b=0 || b=$$?; \
+	echo "nbval, 1 thread, native kernels:  $$(tail -1 _build/nbval-native.log)"; \
+	echo "nbval, 1 thread, AVX2 kernels:    $$(tail -1 _build/nbval-avx2.log)"; \
+	if [ $$a -ne 0 ]; then cat _build/nbval-native.log; fi; if [ $$b -ne 0 ]; then cat _build/nbval-avx2.log; fi; \
+	test $$a -eq 0 -a $$b -eq 0
+	$(PORTABLE) CLBOOK_DEVICE=$${CLBOOK_DEVICE:-cpu} CLBOOK_TIMES=_build/nbval-times-2.json $(NBVAL) $(CHAPTERS)
+
+# The printed numbers that move between those machines (nothing should): python tools/stability.py --help
+stability: $(STAMP)
+	$(BIN)/python tools/stability.py --configs native-1 default-2 avx2-1
+
+# The paths readers take: the wheel and sdist; a Colab-like install; a Binder-like install (tools/readers.py).
+dist: $(STAMP)
+	$(BIN)/python tools/readers.py dist
+
+colab: $(STAMP)
+	$(BIN)/python tools/readers.py colab
+
+binder: $(STAMP)
+	$(BIN)/python tools/readers.py binder
 
 structure: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/structure

@@ -1,0 +1,234 @@
+"""The paths readers take, tested here: the package as a wheel, a Colab-like install, a Binder-like install.
+
+    python tools/readers.py dist      # build the wheel and the sdist into _build/dist and check what they ship
+    python tools/readers.py colab     # `make colab`: a fresh venv without development tools, torch from pip's
+                                      # resolution, clbook installed by the chapters' own first cell from the wheel
+                                      # (served on 127.0.0.1), then every chapter run alone, twice in one kernel
+    python tools/readers.py binder    # `make binder`: a fresh venv from binder/'s files (minus the unreachable
+                                      # PyTorch index), clbook installed as binder/postBuild does, every chapter run
+
+Reports go to _build/readers/<mode>.json. Exit status 1 on any failure.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import nbtools  # noqa: E402
+
+ROOT = nbtools.ROOT
+DIST = ROOT / "_build" / "dist"
+OUT = ROOT / "_build" / "readers"
+HARNESS = ["nbclient", "ipykernel"]  # what stands in for Colab's or Binder's own kernel
+
+
+def sh(cmd, **kw) -> subprocess.CompletedProcess:
+    print("$", " ".join(map(str, cmd)), flush=True)
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def build_dist() -> tuple[Path, Path]:
+    """Build the wheel and the sdist with this environment's setuptools (no network), check their contents."""
+    shutil.rmtree(DIST, ignore_errors=True)
+    DIST.mkdir(parents=True)
+    sh([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(DIST), str(ROOT)],
+       cwd=ROOT)
+    code = f"from setuptools import build_meta; print(build_meta.build_sdist({str(DIST)!r}))"
+    sh([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.DEVNULL)
+    for leftover in (ROOT / "build",):
+        shutil.rmtree(leftover, ignore_errors=True)
+    wheel = DIST / nbtools.wheel_name()
+    sdists = sorted(DIST.glob("clbook-*.tar.gz"))
+    if not wheel.is_file() or len(sdists) != 1:
+        raise SystemExit(f"expected {wheel.name} and one sdist in {DIST}; found {sorted(p.name for p in DIST.iterdir())}")
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = {p.relative_to(ROOT).as_posix() for p in (ROOT / "clbook" / "results").glob("*/*.json")}
+    missing = sorted(shipped - set(names))
+    problems = []
+    if missing:
+        problems.append(f"the wheel lacks stored results: {missing[:5]}")
+    if not any(n.endswith(".dist-info/licenses/LICENSE") for n in names):
+        problems.append("the wheel lacks LICENSE")
+    import tarfile
+
+    with tarfile.open(sdists[0]) as tar:
+        members = tar.getnames()
+    if not any(m.endswith("/LICENSE") for m in members):
+        problems.append("the sdist lacks LICENSE")
+    if not any("clbook/results/landscape/" in m for m in members):
+        problems.append("the sdist lacks the stored results")
+    if problems:
+        raise SystemExit("; ".join(problems))
+    print(f"{wheel.name}: {len(names)} files, {len(shipped)} stored results, LICENSE; {sdists[0].name}: {len(members)} files")
+    return wheel, sdists[0]
+
+
+def venv(path: Path) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    sh([sys.executable, "-m", "venv", str(path)])
+    python = path / "bin" / "python"
+    sh([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"])
+    return python
+
+
+def newest_cpu_torch(python: Path) -> str:
+    """The newest torch with a CPU build that pip can see (the local wheel here; PyTorch's CPU index in CI).
+
+    Plain ``torch`` from PyPI is the CUDA build with several GB of nvidia packages, which a CPU reader does not get.
+    """
+    out = subprocess.run([str(python), "-m", "pip", "index", "versions", "torch"], capture_output=True, text=True).stdout
+    listed = re.search(r"Available versions:\s*(.*)", out)
+    versions = [v.strip() for v in listed.group(1).split(",")] if listed else []
+    cpu = [v for v in versions if v.endswith("+cpu")]
+    if not cpu:
+        raise SystemExit(f"no CPU build of torch is visible to pip (configure PyTorch's CPU index); pip said:\n{out[-1500:]}")
+
+    def key(v):
+        return tuple(int(x) for x in re.findall(r"\d+", v.split("+")[0]))
+
+    return max(cpu, key=key).split("+")[0]
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def serve(folder: Path) -> tuple[str, http.server.ThreadingHTTPServer]:
+    handler = functools.partial(_Quiet, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/", server
+
+
+def bootstrap(python: Path, wheel_url: str, env: dict) -> subprocess.CompletedProcess:
+    """Run the chapters' first cell (the Colab bootstrap) as a script in the reader's environment."""
+    source = nbtools.bootstrap_source()
+    return subprocess.run([str(python), "-c", source], capture_output=True, text=True, env=env | {"CLBOOK_WHEEL_URL": wheel_url})
+
+
+def run_chapters(python: Path, mode: str, env: dict, *, twice: bool) -> dict:
+    report = OUT / f"{mode}-chapters.json"
+    cmd = [str(python), str(ROOT / "tools" / "run_chapters.py"), "--report", str(report), "--parallel", "2"]
+    if twice:
+        cmd.append("--twice")
+    done = subprocess.run(cmd + [str(p) for p in nbtools.chapters()], env=env)
+    return {"returncode": done.returncode, "chapters": json.loads(report.read_text()) if report.exists() else []}
+
+
+def reader_env(tmp: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLBOOK_", "PYTHON", "VIRTUAL_ENV"))}
+    env.update(CLBOOK_DEVICE=os.environ.get("CLBOOK_DEVICE", "cpu"), CLBOOK_THREADS="1", CLBOOK_RESULTS=str(tmp / "results"),
+               HOME=str(tmp / "home"), MPLBACKEND="module://matplotlib_inline.backend_inline")
+    (tmp / "home").mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def colab() -> int:
+    wheel, _ = build_dist()
+    tmp = Path(tempfile.mkdtemp(prefix="clbook-colab-"))
+    python = venv(OUT / "colab-venv")
+    env = reader_env(tmp)
+    torch_version = newest_cpu_torch(python)
+    sh([str(python), "-m", "pip", "install", "-q", f"torch=={torch_version}", *HARNESS], env=env)
+    base, server = serve(DIST)
+    try:
+        bad = bootstrap(python, base + "no-such-clbook.whl", env)
+        lines = [ln for ln in bad.stderr.strip().splitlines() if ln.strip()]
+        loud = bad.returncode != 0 and lines and lines[-1].startswith("RuntimeError: could not install clbook")
+        print(f"bootstrap with a missing wheel: {'fails with one sentence' if loud else 'DOES NOT FAIL LOUDLY'}: {lines[-1] if lines else ''}")
+        start = time.perf_counter()
+        good = bootstrap(python, base + wheel.name, env)
+        installed = subprocess.run([str(python), "-c", "import clbook, torch; print(clbook.__version__, clbook.__file__, torch.__version__)"],
+                                   capture_output=True, text=True, env=env).stdout.split()
+        print(f"bootstrap from {base}{wheel.name}: exit {good.returncode} in {time.perf_counter() - start:.0f} s; "
+              f"installed {installed}")
+        chapters = run_chapters(python, "colab", env | {"CLBOOK_WHEEL_URL": base + wheel.name}, twice=True)
+        experiment = _experiment_from_installed(python, env, tmp)
+    finally:
+        server.shutdown()
+    ok = loud and good.returncode == 0 and len(installed) == 3 and "site-packages" in installed[1] \
+        and chapters["returncode"] == 0 and experiment["ok"]
+    report = dict(mode="colab", torch=installed[2] if len(installed) == 3 else None, clbook=installed[:2],
+                  bootstrap_missing_wheel=lines[-1] if lines else "", bootstrap_ok=good.returncode == 0, experiment=experiment,
+                  chapters=chapters["chapters"], ok=ok)
+    (OUT / "colab.json").write_text(json.dumps(report, indent=1))
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(f"Colab-like run: {'PASSED' if ok else 'FAILED'} (torch {report['torch']}); report in {OUT / 'colab.json'}")
+    return 0 if ok else 1
+
+
+def _experiment_from_installed(python: Path, env: dict, tmp: Path) -> dict:
+    """An experiment's command line run from the installed package writes to the user's folder, with provenance."""
+    out = tmp / "results" / "new_losses"
+    done = subprocess.run([str(python), "-m", "clbook.experiments.new_losses", "--quick"], capture_output=True, text=True,
+                          env=env, timeout=600)
+    site = subprocess.run([str(python), "-c", "import clbook, pathlib; print(pathlib.Path(clbook.__file__).parent)"],
+                          capture_output=True, text=True, env=env).stdout.strip()
+    written = sorted(p.name for p in out.glob("*.json")) if out.exists() else []
+    in_site = sorted(str(p) for p in Path(site).rglob("*.json") if p.stat().st_mtime > time.time() - 900)
+    code = ""
+    if written:
+        data = json.loads((out / written[0]).read_text())
+        code = data.get("provenance", {}).get("code", "")
+    ok = done.returncode == 0 and bool(written) and not in_site and code.startswith("clbook ")
+    print(f"experiment from the installed package: exit {done.returncode}, wrote {written} under CLBOOK_RESULTS, "
+          f"{len(in_site)} new files in site-packages, provenance code {code!r}")
+    if done.returncode != 0:
+        print(done.stderr[-2000:])
+    return dict(ok=ok, written=written, provenance_code=code, files_in_site_packages=in_site)
+
+
+def binder() -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="clbook-binder-"))
+    python = venv(OUT / "binder-venv")
+    env = reader_env(tmp)
+    reqs = (ROOT / "binder" / "requirements.txt").read_text().splitlines()
+    local = OUT / "binder-requirements.txt"
+    # PyTorch's CPU index cannot be reached from here; everything else is installed as repo2docker would.
+    local.write_text("\n".join(ln.replace("-r ", f"-r {ROOT / 'binder'}/") for ln in reqs if not ln.startswith("--extra-index-url")))
+    start = time.perf_counter()
+    sh([str(python), "-m", "pip", "install", "-q", "-r", str(local), *HARNESS], env=env)
+    sh(["bash", str(ROOT / "binder" / "postBuild")], cwd=ROOT, env=env | {"PATH": f"{python.parent}:{env['PATH']}"})
+    install_seconds = time.perf_counter() - start
+    chapters = run_chapters(python, "binder", env, twice=False)
+    versions = subprocess.run([str(python), "-c", "import clbook, torch; print(clbook.__version__, torch.__version__)"],
+                              capture_output=True, text=True, env=env).stdout.split()
+    dev = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True, env=env).stdout
+    tools = [t for t in ("pytest", "ruff", "playwright", "hypothesis", "jupyter-book", "otter-grader", "sphinx") if f"\n{t}==" in "\n" + dev]
+    ok = chapters["returncode"] == 0 and not tools
+    report = dict(mode="binder", versions=versions, install_seconds=round(install_seconds), development_tools=tools,
+                  chapters=chapters["chapters"], ok=ok)
+    (OUT / "binder.json").write_text(json.dumps(report, indent=1))
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(f"Binder-like run: {'PASSED' if ok else 'FAILED'} (clbook, torch {versions}; development tools installed: {tools or 'none'})")
+    return 0 if ok else 1
+
+
+def main(argv: list[str]) -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    if argv == ["dist"]:
+        build_dist()
+        return 0
+    if argv == ["colab"]:
+        return colab()
+    if argv == ["binder"]:
+        return binder()
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

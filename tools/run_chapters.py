@@ -1,0 +1,98 @@
+"""Run chapter notebooks as a reader would, each alone in an empty folder, and report (used by tools/readers.py).
+
+Runs inside the reader's virtual environment (Colab-like or Binder-like), whose only extra packages are nbclient and
+ipykernel, the harness that stands in for Colab's or Binder's own kernel. For each chapter: copy the notebook alone
+into a fresh temporary folder outside the repository, execute every cell in one kernel, then execute every cell a
+second time in the same kernel and compare the text outputs of the two passes (a chapter that runs twice in one
+kernel must print the same numbers). Writes a JSON report; exit status 1 if any chapter fails.
+
+    python tools/run_chapters.py --report out.json [--twice] [--parallel 2] chapter.ipynb ...
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+SANITIZE = [(re.compile(r"/tmp/ipykernel_\d+/\d+\.py"), "IPYKERNEL_CELL"), (re.compile(r"at 0x[0-9a-f]+"), "at 0xADDR")]
+
+
+def _text(cell) -> str:
+    if "nbval-ignore-output" in cell.metadata.get("tags", []):
+        return ""
+    parts = []
+    for o in cell.get("outputs", []):
+        if o.output_type == "stream":
+            parts.append(o.text)
+        elif o.output_type in ("display_data", "execute_result"):
+            parts += [v if isinstance(v, str) else "".join(v) for m, v in o.get("data", {}).items() if m.startswith("text/")]
+    text = "\n".join(parts)
+    for pattern, replacement in SANITIZE:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def run_one(source: Path, twice: bool, timeout: int) -> dict:
+    folder = Path(tempfile.mkdtemp(prefix="clbook-reader-"))
+    path = folder / source.name
+    shutil.copy(source, path)
+    nb = nbformat.read(path, as_version=4)
+    result = {"chapter": source.name, "status": "ok", "seconds": None, "second_pass_differs": [], "error": ""}
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(folder)}})
+    try:
+        with client.setup_kernel():
+            start = time.perf_counter()
+            for index, cell in enumerate(nb.cells):
+                if cell.cell_type == "code":
+                    client.execute_cell(cell, index)
+            result["seconds"] = round(time.perf_counter() - start, 1)
+            if twice:
+                first = [_text(c) for c in nb.cells]
+                for index, cell in enumerate(nb.cells):
+                    if cell.cell_type == "code":
+                        client.execute_cell(cell, index)
+                second = [_text(c) for c in nb.cells]
+                result["second_pass_differs"] = [k for k, (a, b) in enumerate(zip(first, second, strict=True)) if a != b]
+                if result["second_pass_differs"]:
+                    result["status"] = "differs on a second run in the same kernel"
+    except CellExecutionError as exc:
+        result["status"] = "error"
+        lines = [ln for ln in str(exc).splitlines() if ln.strip()]
+        result["error"] = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(lines[-6:]))[-1500:]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("chapters", nargs="+", type=Path)
+    parser.add_argument("--report", type=Path, required=True)
+    parser.add_argument("--twice", action="store_true", help="run every chapter a second time in the same kernel and compare")
+    parser.add_argument("--parallel", type=int, default=2)
+    parser.add_argument("--timeout", type=int, default=600)
+    args = parser.parse_args(argv)
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        results = list(pool.map(lambda p: run_one(p.resolve(), args.twice, args.timeout), args.chapters))
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    args.report.write_text(json.dumps(results, indent=1))
+    for r in results:
+        extra = f" (cells {r['second_pass_differs']})" if r["second_pass_differs"] else ""
+        print(f"{r['chapter']}: {r['status']}{extra}, {r['seconds']} s")
+        if r["error"]:
+            print("    " + r["error"].replace("\n", "\n    "))
+    return 0 if all(r["status"] == "ok" for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
