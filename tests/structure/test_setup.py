@@ -1,29 +1,65 @@
-"""The set-up a newcomer relies on: pins, README commands, CI, Binder."""
+"""The set-up a newcomer relies on: pins, README commands, CI, Binder, packaging."""
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import nbtools  # noqa: E402
+
+
+def _pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "-r", "--")):
+            continue
+        assert "==" in line, f"{path.name}: unpinned requirement {line!r}"
+        name, version = line.split("==")
+        pins[name.lower()] = version
+    return pins
 
 
 def test_requirements_pin_the_toolchain():
     req = (ROOT / "requirements.txt").read_text()
-    assert re.search(r"^torch==2\.13\.0$", req, flags=re.M), "torch must be pinned to 2.13.0 exactly"
-    assert "+cpu" not in req
-    assert re.search(r"^jupyter-book==1\.", req, flags=re.M), "Jupyter Book 1 (2.x cannot build offline)"
-    for line in req.splitlines():
-        if line.strip() and not line.startswith("#"):
-            assert "==" in line, f"unpinned requirement: {line}"
+    reader = _pins(ROOT / "binder" / "reader.txt")
+    assert "-r binder/reader.txt" in req, "the development set includes the reader's set (one place for the runtime pins)"
+    assert reader.get("torch") == "2.13.0", "torch must be pinned to 2.13.0 exactly"
+    assert "+cpu" not in req and "+cpu" not in (ROOT / "binder" / "reader.txt").read_text()
+    dev = _pins(ROOT / "requirements.txt")
+    assert dev.get("jupyter-book", "").startswith("1."), "Jupyter Book 1 (2.x cannot build offline)"
+    assert not set(dev) & set(reader), f"pinned twice: {set(dev) & set(reader)}"
 
 
-def test_package_dependencies_stay_unpinned():
+def test_package_dependencies_stay_unpinned_and_cover_the_reader_set():
     text = (ROOT / "pyproject.toml").read_text()
-    deps = re.search(r"dependencies = \[(.*?)\]", text, flags=re.S).group(1)
+    deps = re.search(r"^dependencies = \[(.*?)\]", text, flags=re.S | re.M).group(1)
     assert "==" not in deps and "torch" in deps
+    names = {d.strip().strip('"').lower() for d in deps.split(",") if d.strip()}
+    assert set(_pins(ROOT / "binder" / "reader.txt")) <= names, "every reader pin is a dependency of the package"
 
 
 def test_readme_ci_and_binder():
     readme = (ROOT / "README.md").read_text()
     assert "make book" in readme and "make test" in readme
     assert "make test" in (ROOT / ".ci" / "run").read_text()
-    assert "-r ../requirements.txt" in (ROOT / "binder" / "requirements.txt").read_text()
+    binder = (ROOT / "binder" / "requirements.txt").read_text()
+    assert "-r reader.txt" in binder and "download.pytorch.org/whl/cpu" in binder
+    for tool in ("pytest", "ruff", "playwright", "hypothesis", "otter", "jupyter-book", "sphinx"):
+        assert tool not in (ROOT / "binder" / "reader.txt").read_text(), f"Binder does not need {tool}"
     assert (ROOT / "binder" / "postBuild").stat().st_mode & 0o111
+
+
+def test_license_matches_the_declared_licence():
+    text = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r'^license = "MIT"$', text, flags=re.M) and 'license-files = ["LICENSE"]' in text
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+
+
+def test_version_in_one_place_and_in_the_bootstrap():
+    import clbook
+
+    assert 'dynamic = ["version"]' in (ROOT / "pyproject.toml").read_text()
+    assert nbtools.package_version() == clbook.__version__
+    assert f'CLBOOK = "{clbook.__version__}"' in nbtools.bootstrap_source()
+    assert nbtools.bootstrap_source().count(nbtools.book_url()) == 1
