@@ -1,76 +1,166 @@
-r"""Contrastive covariance :math:`\mathbb C_\alpha[a, b]` and the energy :math:`\mathcal E_\alpha`.
+r"""Contrastive covariance :math:`\mathbb C_\alpha[a, b]` and the energy :math:`\mathcal E_\alpha`: the one implementation.
 
-Tian (2022), α-CL, Eq. 5:
+Two papers define the contrastive covariance with different constants.
+
+**Tian (2022), α-CL, Eq. 5** (``convention="tian2022"``, the book's default):
 
 .. math::
 
-    \mathbb C_\alpha[a, b] = \sum_{i}\sum_{j\neq i}\alpha_{ij}(a[i]-a[j])(b[i]-b[j])^\top
-    - \sum_i\Big(\sum_{j\neq i}\alpha_{ij}\Big)(a[i]-a[i'])(b[i]-b[i'])^\top,
+    \mathbb C_\alpha[a, b] = \sum_{i=1}^N\sum_{j\neq i}\alpha_{ij}(a[i]-a[j])(b[i]-b[j])^\top
+    - \sum_{i=1}^N\Big(\sum_{j\neq i}\alpha_{ij}\Big)(a[i]-a[i'])(b[i]-b[i'])^\top .
 
-and :math:`\mathcal E_\alpha(\theta) = \operatorname{tr}\mathbb C_\alpha[z, z]`. This is the book's one
-convention (the Notation page translates it to each paper's constants: Tian 2023 divides by
-:math:`2N^2`). The double sum is evaluated in :math:`O(N^2 + Nd^2)` form,
+The diagonal :math:`\alpha_{ii}` never enters.
+
+**Tian (2023), Eq. 3** (``convention="tian2023"``):
+
+.. math::
+
+    \mathbb C^{(2023)}_\alpha[a, b] = \frac{1}{2N^2}\sum_{i,j=1}^N\alpha_{ij}
+    \Big[(a[i]-a[j])(b[i]-b[j])^\top - (a[i]-a[i'])(b[i]-b[i'])^\top\Big] .
+
+The sum runs over all :math:`i, j`, so :math:`\alpha_{ii}` weighs the positive pair of sample :math:`i` (the
+negative-pair term of :math:`j = i` is zero). The two agree up to the factor when :math:`\alpha` has a zero
+diagonal: :math:`\mathbb C^{(2023)}_\alpha = \mathbb C_\alpha/(2N^2)` then. Tian (2023)'s proof of its Lemma 2
+(App. A, Eqs. 23–24) sums over :math:`j\neq i`; pass an :math:`\alpha` with a zero diagonal for that reading.
+
+The energy is :math:`\mathcal E_\alpha(\theta) = \operatorname{tr}\mathbb C_\alpha[z, z]
+= 2\sum_{i\neq j}\alpha_{ij}(d_{ij}^2 - d_i^2)` (Tian 2022, Eqs. 18–20), in the 2022 convention.
+
+Both are evaluated in :math:`O(N^2(p + q) + Npq)` through the graph Laplacian of :math:`\alpha`:
 
 .. math::
 
     \mathbb C_\alpha[a,b] = A_1^\top\big(\operatorname{diag}(\alpha\mathbf 1 + \alpha^\top\mathbf 1) - \alpha - \alpha^\top\big)B_1
-    - (A_1 - A_2)^\top\operatorname{diag}(\alpha\mathbf 1)(B_1 - B_2).
+    - (A_1 - A_2)^\top\operatorname{diag}(\beta)(B_1 - B_2),
 
-Used in Chapters 1–3 and 5–8.
+with :math:`\beta_i = \sum_{j\neq i}\alpha_{ij}` (2022) or :math:`\sum_j\alpha_{ij}` (2023); the diagonal of
+:math:`\alpha` cancels in the Laplacian.
+
+Used in Chapters 1–3 (Tian 2022) and, through the 2023 convention, 5–9.
 """
 from __future__ import annotations
 
 import torch
 
-from ._validate import check_pair, check_tensor
+from ._validate import check_choice, check_tensor
 
-__all__ = ["contrastive_covariance", "energy"]
+__all__ = ["CONVENTIONS", "contrastive_covariance", "energy"]
+
+CONVENTIONS = ("tian2022", "tian2023")
+"""The scalings of :math:`\\mathbb C_\\alpha`: Tian (2022) Eq. 5 and Tian (2023) Eq. 3 (see the module docstring)."""
 
 
-def _check_alpha(alpha: torch.Tensor, n: int) -> torch.Tensor:
+def _samples(name: str, value) -> torch.Tensor:
+    """A per-sample quantity ``[n, p]`` (a vector ``[n]`` reads as ``[n, 1]``)."""
+    value = check_tensor(name, value)
+    if value.ndim == 1:
+        value = value.unsqueeze(1)
+    if value.ndim != 2:
+        raise ValueError(f"{name} must be a per-sample quantity of shape [n, p] or [n]; got shape {tuple(value.shape)}.")
+    return value
+
+
+def _views(names: tuple[str, str], v1, v2) -> tuple[torch.Tensor, torch.Tensor]:
+    v1, v2 = _samples(names[0], v1), _samples(names[1], v2)
+    if v1.shape != v2.shape:
+        raise ValueError(f"{names[0]} and {names[1]} must have the same shape [n, p]; got {tuple(v1.shape)} and "
+                         f"{tuple(v2.shape)}.")
+    if v1.dtype != v2.dtype or v1.device != v2.device:
+        raise ValueError(f"{names[0]} and {names[1]} must share dtype and device; got {v1.dtype}/{v1.device} and "
+                         f"{v2.dtype}/{v2.device}.")
+    if v1.shape[0] < 2:
+        raise ValueError(f"{names[0]} must hold n >= 2 samples (pairs are needed); got n = {v1.shape[0]}.")
+    return v1, v2
+
+
+def _check_alpha(alpha, like: torch.Tensor) -> torch.Tensor:
     alpha = check_tensor("alpha", alpha, ndim=2)
+    n = like.shape[0]
     if alpha.shape != (n, n):
         raise ValueError(f"alpha must have shape [n, n] = [{n}, {n}]; got {tuple(alpha.shape)}.")
-    return alpha * (1 - torch.eye(n, dtype=alpha.dtype, device=alpha.device))
+    if alpha.dtype != like.dtype or alpha.device != like.device:
+        raise ValueError(f"alpha must share the dtype and device of the samples ({like.dtype}/{like.device}); got "
+                         f"{alpha.dtype}/{alpha.device}. Convert it with alpha.to(a1).")
+    return alpha
 
 
-def contrastive_covariance(alpha, a1, a2, b1=None, b2=None) -> torch.Tensor:
-    r"""Eq. 5: :math:`\mathbb C_\alpha[a, b]`, shape ``[p, q]``.
+def _laplacian_and_rows(alpha: torch.Tensor, *, diagonal: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The Laplacian of ``alpha`` (its diagonal cancels) and the positive-pair weights of each sample."""
+    off = alpha - torch.diag_embed(torch.diagonal(alpha))
+    rows = (alpha if diagonal else off).sum(dim=1)
+    laplacian = torch.diag(off.sum(dim=1) + off.sum(dim=0)) - off - off.T
+    return laplacian, rows
+
+
+def contrastive_covariance(alpha, a1, a2, b1=None, b2=None, *, convention: str = "tian2022") -> torch.Tensor:
+    r"""The contrastive covariance :math:`\mathbb C_\alpha[a, b]`, shape ``[p, q]``.
+
+    .. math::
+
+        \mathbb C_\alpha[a, b] = \sum_{i}\sum_{j\neq i}\alpha_{ij}(a[i]-a[j])(b[i]-b[j])^\top
+        - \sum_i\Big(\sum_{j\neq i}\alpha_{ij}\Big)(a[i]-a[i'])(b[i]-b[i'])^\top
+        \quad(\text{Tian 2022, Eq. 5}),
+
+    or, with ``convention="tian2023"``, Tian (2023)'s Eq. 3:
+    :math:`\frac{1}{2N^2}\sum_{i,j}\alpha_{ij}[(a[i]-a[j])(b[i]-b[j])^\top - (a[i]-a[i'])(b[i]-b[i'])^\top]`
+    (all :math:`i, j`: the diagonal of :math:`\alpha` weighs the positive pairs). See the module docstring.
 
     Parameters
     ----------
     alpha : torch.Tensor, shape=[n, n]
-        Pairwise importance; the diagonal is ignored.
-    a1, a2 : torch.Tensor, shape=[n, p]
-        The quantity :math:`a` on first views (:math:`a[i]`) and second views (:math:`a[i']`).
-    b1, b2 : torch.Tensor, shape=[n, q], optional
-        Defaults to ``a1, a2`` (:math:`\mathbb C_\alpha[a] = \mathbb C_\alpha[a, a]`).
+        Pairwise importance (any real weights: :math:`\mathbb C_\alpha` is linear in them). Its diagonal is ignored
+        in the 2022 convention. Same dtype and device as the samples.
+    a1, a2 : torch.Tensor, shape=[n, p] or [n]
+        The quantity :math:`a` on first views (:math:`a[i]`) and second views (:math:`a[i']`); ``n >= 2``,
+        floating point, finite. A vector ``[n]`` is read as ``[n, 1]``.
+    b1, b2 : torch.Tensor, shape=[n, q] or [n], optional
+        Both or neither; default ``a1, a2`` (:math:`\mathbb C_\alpha[a] = \mathbb C_\alpha[a, a]`).
+    convention : {"tian2022", "tian2023"}
+
+    Returns
+    -------
+    torch.Tensor, shape=[p, q]
+        Symmetric when ``b`` is ``a``.
     """
-    a1, a2 = check_pair(a1, a2, names=("a1", "a2"))
-    if b1 is None and b2 is None:
-        b1, b2 = a1, a2
-    elif b1 is None or b2 is None:
+    check_choice("convention", convention, CONVENTIONS)
+    a1, a2 = _views(("a1", "a2"), a1, a2)
+    if (b1 is None) != (b2 is None):
         raise ValueError("give both b1 and b2, or neither.")
-    b1, b2 = check_pair(b1, b2, names=("b1", "b2"))
+    if b1 is None:
+        b1, b2 = a1, a2
+    else:
+        b1, b2 = _views(("b1", "b2"), b1, b2)
     n = a1.shape[0]
     if b1.shape[0] != n:
-        raise ValueError(f"a and b must hold the same samples; got n = {n} and {b1.shape[0]}.")
-    alpha = _check_alpha(alpha, n)
-    rows = alpha.sum(dim=1)
-    laplacian = torch.diag(rows + alpha.sum(dim=0)) - alpha - alpha.T
-    negatives = a1.T @ laplacian @ b1
-    positives = (a1 - a2).T @ (rows.unsqueeze(1) * (b1 - b2))
-    return negatives - positives
+        raise ValueError(f"a and b must hold the same samples; got n = {n} for a1 and n = {b1.shape[0]} for b1.")
+    if b1.dtype != a1.dtype or b1.device != a1.device:
+        raise ValueError(f"a1 and b1 must share dtype and device; got {a1.dtype}/{a1.device} and {b1.dtype}/{b1.device}.")
+    alpha = _check_alpha(alpha, a1)
+    laplacian, rows = _laplacian_and_rows(alpha, diagonal=convention == "tian2023")
+    cov = a1.T @ laplacian @ b1 - (a1 - a2).T @ (rows.unsqueeze(1) * (b1 - b2))
+    return cov / (2 * n * n) if convention == "tian2023" else cov
 
 
 def energy(alpha, z1, z2) -> torch.Tensor:
     r"""The energy :math:`\mathcal E_\alpha = \operatorname{tr}\mathbb C_\alpha[z, z] = 2\sum_{i\neq j}\alpha_{ij}(d_{ij}^2 - d_i^2)`.
 
-    Linear in ``alpha``; differentiable in ``z1, z2``. Detach ``alpha`` for :math:`\mathcal E_{\mathrm{sg}(\alpha)}`.
+    Tian (2022), Thm. 1 and Eqs. 18–20, with :math:`d_{ij}^2 = \tfrac12\|z[i]-z[j]\|^2`,
+    :math:`d_i^2 = \tfrac12\|z[i]-z[i']\|^2`. Computed as the trace of :func:`contrastive_covariance` without
+    forming the matrix. Linear in ``alpha`` (diagonal ignored); differentiable in ``z1, z2`` (detach ``alpha`` for
+    :math:`\mathcal E_{\mathrm{sg}(\alpha)}`).
+
+    Parameters
+    ----------
+    alpha : torch.Tensor, shape=[n, n]
+    z1, z2 : torch.Tensor, shape=[n, d]
+        Outputs on the two views, ``n >= 2``, floating point, finite.
+
+    Returns
+    -------
+    torch.Tensor
+        A 0-d tensor.
     """
-    z1, z2 = check_pair(z1, z2)
-    n = z1.shape[0]
-    alpha = _check_alpha(alpha, n)
-    d_neg = (z1.unsqueeze(1) - z1.unsqueeze(0)).pow(2).sum(dim=2)
-    d_pos = (z1 - z2).pow(2).sum(dim=1)
-    return (alpha * d_neg).sum() - (alpha.sum(dim=1) * d_pos).sum()
+    z1, z2 = _views(("z1", "z2"), z1, z2)
+    alpha = _check_alpha(alpha, z1)
+    laplacian, rows = _laplacian_and_rows(alpha, diagonal=False)
+    return (z1 * (laplacian @ z1)).sum() - (rows * (z1 - z2).pow(2).sum(dim=1)).sum()

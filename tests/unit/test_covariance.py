@@ -15,6 +15,16 @@ def loop_covariance(weights, a1, a2, b1, b2):
     return out
 
 
+def loop_covariance_2023(weights, a1, a2, b1, b2):
+    """Tian (2023) Eq. 3 read literally: 1/(2N²) Σ over all i, j, the diagonal of α included."""
+    n = len(a1)
+    out = torch.zeros(a1.shape[1], b1.shape[1])
+    for i in range(n):
+        for j in range(n):
+            out += weights[i, j] * (torch.outer(a1[i] - a1[j], b1[i] - b1[j]) - torch.outer(a1[i] - a2[i], b1[i] - b2[i]))
+    return out / (2 * n * n)
+
+
 def data(n=6, p=3, q=2, seed=0):
     g = clbook.generator(seed)
     return [clbook.randn(n, k, generator=g) for k in (p, p, q, q)] + [clbook.rand(n, n, generator=g)]
@@ -24,6 +34,25 @@ def test_matches_double_sum_oracle():
     a1, a2, b1, b2, weights = data()
     torch.testing.assert_close(covariance.contrastive_covariance(weights, a1, a2, b1, b2),
                                loop_covariance(weights, a1, a2, b1, b2), rtol=1e-12, atol=1e-12)
+
+
+def test_tian2023_convention_matches_its_own_double_sum():
+    a1, a2, b1, b2, weights = data()
+    got = covariance.contrastive_covariance(weights, a1, a2, b1, b2, convention="tian2023")
+    torch.testing.assert_close(got, loop_covariance_2023(weights, a1, a2, b1, b2), rtol=1e-12, atol=1e-12)
+    # the diagonal of α matters in 2023 (it weighs the positive pairs) ...
+    bumped = covariance.contrastive_covariance(weights + torch.eye(6), a1, a2, b1, b2, convention="tian2023")
+    assert float((bumped - got).abs().max()) > 1e-3
+    # ... and with a zero diagonal the two conventions differ by the factor 1/(2N²) only
+    off = weights * (1 - torch.eye(6))
+    torch.testing.assert_close(covariance.contrastive_covariance(off, a1, a2, b1, b2, convention="tian2023"),
+                               covariance.contrastive_covariance(weights, a1, a2, b1, b2) / 72, rtol=1e-12, atol=1e-14)
+
+
+def test_vectors_read_as_one_column():
+    a1, a2, _, _, weights = data(p=1)
+    torch.testing.assert_close(covariance.contrastive_covariance(weights, a1[:, 0], a2[:, 0]),
+                               covariance.contrastive_covariance(weights, a1, a2))
 
 
 def test_symmetric_and_trace_is_energy():
@@ -71,6 +100,16 @@ def test_argument_errors():
         covariance.energy(weights * float("inf"), a1, a2)
     with pytest.raises(ValueError, match="same samples"):
         covariance.contrastive_covariance(weights, a1, a2, b1[:4], b2[:4])
+    with pytest.raises(ValueError, match="convention"):
+        covariance.contrastive_covariance(weights, a1, a2, convention="tian2021")
+    with pytest.raises(ValueError, match="alpha must share the dtype"):
+        covariance.contrastive_covariance(weights.float(), a1, a2)
+    with pytest.raises(ValueError, match="n >= 2"):
+        covariance.energy(weights[:1, :1], a1[:1], a2[:1])
+    with pytest.raises(TypeError, match="z1"):
+        covariance.energy(weights, a1.long(), a2)
+    with pytest.raises(ValueError, match="z1 and z2 must share"):
+        covariance.energy(weights, a1, a2.float())
 
 
 def test_energy_gradient_closed_form():
