@@ -116,7 +116,8 @@ def serve(folder: Path) -> tuple[str, http.server.ThreadingHTTPServer]:
 def bootstrap(python: Path, wheel_url: str, env: dict) -> subprocess.CompletedProcess:
     """Run the chapters' first cell (the Colab bootstrap) as a script in the reader's environment."""
     source = nbtools.bootstrap_source()
-    return subprocess.run([str(python), "-c", source], capture_output=True, text=True, env=env | {"CLBOOK_WHEEL_URL": wheel_url})
+    return subprocess.run([str(python), "-c", source], capture_output=True, text=True, env=env | {"CLBOOK_WHEEL_URL": wheel_url},
+                          cwd=env["HOME"])
 
 
 def run_chapters(python: Path, mode: str, env: dict, *, twice: bool) -> dict:
@@ -124,7 +125,7 @@ def run_chapters(python: Path, mode: str, env: dict, *, twice: bool) -> dict:
     cmd = [str(python), str(ROOT / "tools" / "run_chapters.py"), "--report", str(report), "--parallel", "2"]
     if twice:
         cmd.append("--twice")
-    done = subprocess.run(cmd + [str(p) for p in nbtools.chapters()], env=env)
+    done = subprocess.run(cmd + [str(p) for p in nbtools.chapters()], env=env, cwd=env["HOME"])
     return {"returncode": done.returncode, "chapters": json.loads(report.read_text()) if report.exists() else []}
 
 
@@ -148,11 +149,12 @@ def colab() -> int:
         bad = bootstrap(python, base + "no-such-clbook.whl", env)
         lines = [ln for ln in bad.stderr.strip().splitlines() if ln.strip()]
         loud = bad.returncode != 0 and lines and lines[-1].startswith("RuntimeError: could not install clbook")
-        print(f"bootstrap with a missing wheel: {'fails with one sentence' if loud else 'DOES NOT FAIL LOUDLY'}: {lines[-1] if lines else ''}")
+        verdict = "fails with one sentence" if loud else "DOES NOT FAIL LOUDLY"
+        print(f"bootstrap with a missing wheel: {verdict}: {lines[-1] if lines else ''}")
         start = time.perf_counter()
         good = bootstrap(python, base + wheel.name, env)
-        installed = subprocess.run([str(python), "-c", "import clbook, torch; print(clbook.__version__, clbook.__file__, torch.__version__)"],
-                                   capture_output=True, text=True, env=env).stdout.split()
+        probe = "import clbook, torch; print(clbook.__version__, clbook.__file__, torch.__version__)"
+        installed = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, env=env, cwd=env["HOME"]).stdout.split()
         print(f"bootstrap from {base}{wheel.name}: exit {good.returncode} in {time.perf_counter() - start:.0f} s; "
               f"installed {installed}")
         chapters = run_chapters(python, "colab", env | {"CLBOOK_WHEEL_URL": base + wheel.name}, twice=True)
@@ -174,9 +176,9 @@ def _experiment_from_installed(python: Path, env: dict, tmp: Path) -> dict:
     """An experiment's command line run from the installed package writes to the user's folder, with provenance."""
     out = tmp / "results" / "new_losses"
     done = subprocess.run([str(python), "-m", "clbook.experiments.new_losses", "--quick"], capture_output=True, text=True,
-                          env=env, timeout=600)
+                          env=env, timeout=600, cwd=env["HOME"])
     site = subprocess.run([str(python), "-c", "import clbook, pathlib; print(pathlib.Path(clbook.__file__).parent)"],
-                          capture_output=True, text=True, env=env).stdout.strip()
+                          capture_output=True, text=True, env=env, cwd=env["HOME"]).stdout.strip()
     written = sorted(p.name for p in out.glob("*.json")) if out.exists() else []
     in_site = sorted(str(p) for p in Path(site).rglob("*.json") if p.stat().st_mtime > time.time() - 900)
     code = ""
@@ -205,9 +207,10 @@ def binder() -> int:
     install_seconds = time.perf_counter() - start
     chapters = run_chapters(python, "binder", env, twice=False)
     versions = subprocess.run([str(python), "-c", "import clbook, torch; print(clbook.__version__, torch.__version__)"],
-                              capture_output=True, text=True, env=env).stdout.split()
+                              capture_output=True, text=True, env=env, cwd=env["HOME"]).stdout.split()
     dev = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True, env=env).stdout
-    tools = [t for t in ("pytest", "ruff", "playwright", "hypothesis", "jupyter-book", "otter-grader", "sphinx") if f"\n{t}==" in "\n" + dev]
+    dev_tools = ("pytest", "ruff", "playwright", "hypothesis", "jupyter-book", "otter-grader", "sphinx")
+    tools = [t for t in dev_tools if f"\n{t}==" in "\n" + dev]
     ok = chapters["returncode"] == 0 and not tools
     report = dict(mode="binder", versions=versions, install_seconds=round(install_seconds), development_tools=tools,
                   chapters=chapters["chapters"], ok=ok)

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -48,7 +49,8 @@ def run_one(source: Path, twice: bool, timeout: int) -> dict:
     shutil.copy(source, path)
     nb = nbformat.read(path, as_version=4)
     result = {"chapter": source.name, "status": "ok", "seconds": None, "second_pass_differs": [], "error": ""}
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(folder)}})
+    km = KernelManager(kernel_name="python3", transport="ipc")  # a local socket: no TCP warning from ipykernel
+    client = NotebookClient(nb, km=km, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(folder)}})
     try:
         with client.setup_kernel():
             start = time.perf_counter()
