@@ -115,6 +115,19 @@ def _nt_xent(h1: torch.Tensor, h2: torch.Tensor, temperature: float) -> torch.Te
     return lse - (u1 * u2).sum(-1).mean(-1) / temperature
 
 
+def _nt_xent_views(h: torch.Tensor, temperature: float) -> torch.Tensor:
+    """:func:`nt_xent` of ``h[..., 0, :, :]`` and ``h[..., 1, :, :]`` (``h`` ``[..., 2, B, m]``), unchecked and without a copy.
+
+    The two views stacked on axis ``-3`` are already the :math:`2B` rows of :math:`Z` in the order of
+    :func:`nt_xent`, so no concatenation is needed. Used by the training loop of
+    :mod:`clbook.experiments.landscape`.
+    """
+    u = _unit(h)
+    lead, B, m = h.shape[:-3], h.shape[-2], h.shape[-1]
+    lse = _MeanLSE.apply(u.reshape(-1, 2 * B, m), float(temperature)).reshape(lead)
+    return lse - (u[..., 0, :, :] * u[..., 1, :, :]).sum(-1).mean(-1) / temperature
+
+
 def _check(h1, h2, temperature):
     h1, h2 = check_tensor("h1", h1), check_tensor("h2", h2)
     if h1.ndim < 2 or h1.shape != h2.shape:
