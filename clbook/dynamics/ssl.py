@@ -13,73 +13,87 @@ For the two-layer linear model :math:`u(x) = W_2^\top W_1 x` both reduce to the 
 :math:`\tilde C = \sum_i x_i(x_i^- - x_i^+)^\top` (contrastive) or :math:`-\sum_i x_i x_i^{+\top}` (non-contrastive;
 the main text prints the wrong sign). This module holds
 
-* the losses and :func:`trace_matrix` (``normalize=True`` divides by :math:`n`, the scale used for step sizes);
+* the losses, :func:`trace_matrix` (``normalize=True`` divides by :math:`n`, the scale used for step sizes), the
+  trace loss and its Euclidean gradients (:func:`euclidean_gradients`, used by :mod:`clbook.dynamics.stiefel`);
 * the one-layer linear flow :math:`\dot\Theta = -2\Theta C` and its closed form :math:`\Theta_0 e^{-2Ct}`
-  (Prop 1), the fixed-projector flow of Remark 3, the tangent kernel of Lemma 1;
+  (Prop 1), and the fixed-projector flow of Remark 3;
 * gradient descent on the two-layer linear model: unconstrained, with Frobenius balls (Prop 2), with
   operator-norm balls and the scale-invariant loss (Prop 3), and on the orthogonality constraints with the paper's
-  projected update :math:`-(\mathbb I - WW^\top)\nabla\mathcal L` followed by a QR retraction (Example 1).
+  projected update (:func:`clbook.dynamics.stiefel.projected_step`, Example 1).
 
-All arrays are float64 numpy arrays (scipy's ``expm`` and ``solve_ivp`` do the closed forms and ODEs); torch
-tensors are accepted and converted. Used in Chapters 11 and 12.
+Everything computes in torch on the device and dtype of :func:`clbook.setup` (float64 for the book): array, list
+and tensor arguments are converted there on entry (integers deliberately, to floating point), so mixed inputs
+cannot meet in one product. scipy's ``solve_ivp`` integrates the ODEs on the CPU (explicit transfers in and out).
+Used in Chapter 11.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from scipy.integrate import solve_ivp
 
-from .._validate import check_choice, check_int, check_positive
+from .._validate import as_tensor, check_choice, check_int, check_positive
+from ..config import defaults
 
 __all__ = [
-    "as_array", "contrastive_loss", "noncontrastive_loss", "trace_matrix", "trace_loss", "linear_closed_form",
-    "linear_flow", "linear_gd", "projector_closed_form", "tangent_kernel", "haar_semi_orthogonal", "retract_qr",
-    "GDResult", "gd_two_layer", "scaled_loss", "ACTIVATIONS", "activation", "CONSTRAINTS", "optimal_value",
-    "singular_value_ratio",
+    "contrastive_loss", "noncontrastive_loss", "trace_matrix", "trace_loss", "euclidean_gradients", "scaled_loss",
+    "linear_closed_form", "linear_flow", "linear_gd", "projector_closed_form", "singular_value_ratio", "optimal_value",
+    "GDResult", "gd_two_layer", "CONSTRAINTS",
 ]
 
-ACTIVATIONS = ("linear", "tanh", "relu", "sigmoid")
 CONSTRAINTS = ("none", "frobenius", "operator", "scaled", "orthogonal")
+"""The constraints of :func:`gd_two_layer` (Props 2 and 3 of the paper)."""
 
 
-def as_array(name: str, value, ndim: int | None = None) -> np.ndarray:
-    """``value`` (array or tensor) as a finite float64 numpy array with ``ndim`` dimensions."""
-    if isinstance(value, torch.Tensor):
-        value = value.detach().cpu().numpy()
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be an array or tensor of numbers; got {type(value).__name__}.") from exc
-    if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimensions; got shape {arr.shape}.")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must contain only finite values.")
-    return arr
+def _tensor(name: str, value, ndim: int | None = None) -> torch.Tensor:
+    """``value`` as a finite tensor on the device and dtype of :func:`clbook.setup` (the one coercion, ``as_tensor``)."""
+    device, dtype = defaults()
+    return as_tensor(name, value, ndim=ndim, dtype=dtype, device=device)
 
 
-def _same_shape(**arrays):
-    shapes = {k: v.shape for k, v in arrays.items()}
+def _views(ndim: int, **named) -> list[torch.Tensor]:
+    """Several same-shape arguments (the views of one batch) as tensors, with at least one row."""
+    out = [_tensor(k, v, ndim) for k, v in named.items()]
+    shapes = {k: tuple(t.shape) for k, t in zip(named, out, strict=True)}
     if len(set(shapes.values())) != 1:
-        raise ValueError(f"the views must share one shape [n, d]; got {shapes}.")
+        raise ValueError(f"the views must share one shape [n, {'z' if ndim == 2 else 'd'}]; got {shapes}.")
+    if out[0].shape[0] < 1 or out[0].shape[-1] < 1:
+        raise ValueError(f"the views must hold at least one row and one column; got shapes {shapes}.")
+    return out
+
+
+def _symmetric(name: str, C: torch.Tensor, d: int | None = None) -> torch.Tensor:
+    if C.ndim != 2 or C.shape[0] != C.shape[1] or C.shape[0] < 1 or (d is not None and C.shape[0] != d):
+        want = f"[{d}, {d}]" if d is not None else "[d, d]"
+        raise ValueError(f"{name} must be a square matrix {want}; got shape {tuple(C.shape)}.")
+    scale = max(1.0, float(C.abs().max()))
+    if float((C - C.T).abs().max()) > 1e-12 * scale:
+        raise ValueError(f"{name} must be symmetric; pass C = (C̃ + C̃ᵀ)/2 (Eq. 7), e.g. trace_matrix(..., symmetric=True).")
+    return C
+
+
+def _times(name: str, times) -> torch.Tensor:
+    t = _tensor(name, times, 1)
+    if t.numel() < 1 or float(t[0]) < 0 or bool((t[1:] <= t[:-1]).any()):
+        raise ValueError(f"{name} must be a non-empty, strictly increasing 1-D grid of times >= 0.")
+    return t
 
 
 def contrastive_loss(u, u_pos, u_neg) -> float:
-    r"""Eq. 1: :math:`\sum_i u(x_i)^\top(u(x_i^-) - u(x_i^+))` for embeddings ``[n, z]``."""
-    u, u_pos, u_neg = (as_array(k, v, 2) for k, v in (("u", u), ("u_pos", u_pos), ("u_neg", u_neg)))
-    _same_shape(u=u, u_pos=u_pos, u_neg=u_neg)
-    return float(np.sum(u * (u_neg - u_pos)))
+    r"""Eq. 1: :math:`\sum_i u(x_i)^\top(u(x_i^-) - u(x_i^+))` for embeddings ``[n, z]`` (``n, z >= 1``, finite)."""
+    u, u_pos, u_neg = _views(2, u=u, u_pos=u_pos, u_neg=u_neg)
+    return float((u * (u_neg - u_pos)).sum())
 
 
 def noncontrastive_loss(u, u_pos) -> float:
-    r"""Eq. 2: :math:`-\sum_i u(x_i)^\top u(x_i^+)` for embeddings ``[n, z]``."""
-    u, u_pos = as_array("u", u, 2), as_array("u_pos", u_pos, 2)
-    _same_shape(u=u, u_pos=u_pos)
-    return float(-np.sum(u * u_pos))
+    r"""Eq. 2: :math:`-\sum_i u(x_i)^\top u(x_i^+)` for embeddings ``[n, z]`` (``n, z >= 1``, finite)."""
+    u, u_pos = _views(2, u=u, u_pos=u_pos)
+    return float(-(u * u_pos).sum())
 
 
-def trace_matrix(x, x_pos, x_neg=None, *, normalize: bool = True, symmetric: bool = True) -> np.ndarray:
+def trace_matrix(x, x_pos, x_neg=None, *, normalize: bool = True, symmetric: bool = True) -> torch.Tensor:
     r"""The data matrix of Eq. 7: :math:`C = \operatorname{sym}(\tilde C)`, ``[d, d]``.
 
     .. math::
@@ -89,181 +103,174 @@ def trace_matrix(x, x_pos, x_neg=None, *, normalize: bool = True, symmetric: boo
 
     Parameters
     ----------
-    x, x_pos, x_neg : array or tensor, shape=[n, d]
-        Anchors, positives and (for the contrastive loss) negatives.
+    x, x_pos, x_neg : tensor or array, shape=[n, d]
+        Anchors, positives and (for the contrastive loss) negatives; ``n >= 1``, finite.
     normalize : bool
         Divide by :math:`n` (the paper sums without normalising; step sizes like 0.01 need the :math:`1/n`).
     symmetric : bool
         Return :math:`(\tilde C + \tilde C^\top)/2` (default) or :math:`\tilde C` itself.
     """
-    x, x_pos = as_array("x", x, 2), as_array("x_pos", x_pos, 2)
     if x_neg is None:
-        _same_shape(x=x, x_pos=x_pos)
+        x, x_pos = _views(2, x=x, x_pos=x_pos)
         ct = -x.T @ x_pos
     else:
-        x_neg = as_array("x_neg", x_neg, 2)
-        _same_shape(x=x, x_pos=x_pos, x_neg=x_neg)
+        x, x_pos, x_neg = _views(2, x=x, x_pos=x_pos, x_neg=x_neg)
         ct = x.T @ (x_neg - x_pos)
     if normalize:
-        ct = ct / len(x)
+        ct = ct / x.shape[0]
     return (ct + ct.T) / 2 if symmetric else ct
 
 
-def _check_weights(W1, W2, C):
-    W1, W2, C = as_array("W1", W1, 2), as_array("W2", W2, 2), as_array("C", C, 2)
-    if W1.shape[0] != W2.shape[0] or C.shape != (W1.shape[1], W1.shape[1]):
-        raise ValueError(f"need W1 [h, d], W2 [h, z], C [d, d]; got {W1.shape}, {W2.shape}, {C.shape}.")
+def _weights(W1, W2, C, *, symmetric: bool = False):
+    W1, W2, C = _tensor("W1", W1, 2), _tensor("W2", W2, 2), _tensor("C", C, 2)
+    if W1.shape[0] != W2.shape[0] or min(*W1.shape, *W2.shape) < 1:
+        raise ValueError(f"W1 [h, d] and W2 [h, z] must share their number of rows h >= 1; got {tuple(W1.shape)} and "
+                         f"{tuple(W2.shape)}.")
+    if C.shape != (W1.shape[1], W1.shape[1]):
+        raise ValueError(f"C must be [d, d] with d = W1.shape[1] = {W1.shape[1]}; got {tuple(C.shape)}.")
+    if symmetric:
+        _symmetric("C", C)
     return W1, W2, C
 
 
 def trace_loss(W1, W2, C) -> float:
-    r"""Eq. 8: :math:`\operatorname{Tr}(W_2^\top W_1 C W_1^\top W_2)` (no :math:`h\times h` product is formed)."""
-    W1, W2, C = _check_weights(W1, W2, C)
+    r"""Eq. 8: :math:`\operatorname{Tr}(W_2^\top W_1 C W_1^\top W_2)` for ``W1 [h, d]``, ``W2 [h, z]``, ``C [d, d]``.
+
+    No :math:`h\times h` product is formed. ``C`` need not be symmetric (the trace only sees its symmetric part).
+    """
+    W1, W2, C = _weights(W1, W2, C)
     M = W1.T @ W2
-    return float(np.sum(M * (C @ M)))
+    return float((M * (C @ M)).sum())
+
+
+def euclidean_gradients(W1, W2, C) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Euclidean gradients of the trace loss for symmetric ``C``: :math:`\nabla_{W_1}\mathcal L = 2W_2W_2^\top W_1C`,
+    :math:`\nabla_{W_2}\mathcal L = 2W_1CW_1^\top W_2` (``[h, d]`` and ``[h, z]``; no :math:`h\times h` product)."""
+    W1, W2, C = _weights(W1, W2, C, symmetric=True)
+    return _gradients(W1, W2, C)
+
+
+def _gradients(W1, W2, C):
+    return 2 * W2 @ ((W2.T @ W1) @ C), 2 * W1 @ (C @ (W1.T @ W2))
 
 
 def scaled_loss(W1, W2, C) -> float:
-    r"""The scale-invariant loss of Prop 3 (1): :math:`\operatorname{Tr}(W_2^\top W_1CW_1^\top W_2)/(\|W_1\|_2^2\|W_2\|_2^2)`."""
-    W1, W2, C = _check_weights(W1, W2, C)
-    return trace_loss(W1, W2, C) / (np.linalg.norm(W1, 2) ** 2 * np.linalg.norm(W2, 2) ** 2)
+    r"""The scale-invariant loss of Prop 3 (1): :math:`\operatorname{Tr}(W_2^\top W_1CW_1^\top W_2)/(\|W_1\|_2^2\|W_2\|_2^2)`.
 
-
-def _check_theta_c(theta0, C):
-    theta0, C = as_array("theta0", theta0, 2), as_array("C", C, 2)
-    if C.shape != (theta0.shape[1], theta0.shape[1]) or not np.allclose(C, C.T, atol=1e-12):
-        raise ValueError(f"C must be symmetric [d, d] with d = theta0.shape[1] = {theta0.shape[1]}; got {C.shape}.")
-    return theta0, C
-
-
-def linear_closed_form(theta0, C, times) -> np.ndarray:
-    r"""Prop 1 in closed form: :math:`\Theta(t) = \Theta_0 e^{-2Ct}`, the solution of :math:`\dot\Theta = -2\Theta C`.
-
-    The flow is gradient flow of :math:`\operatorname{Tr}(\Theta C\Theta^\top)` (the loss of Eq. 1/2 for
-    :math:`u(x) = \Theta x`). Returns ``[len(times), z, d]``; computed in the eigenbasis of :math:`C`
-    (``scipy.linalg.expm`` gives the same, see the tests).
+    ``W1`` and ``W2`` must be non-zero (the ratio is undefined at zero).
     """
-    theta0, C = _check_theta_c(theta0, C)
-    t = as_array("times", times, 1)
-    lam, V = np.linalg.eigh(C)
-    return np.einsum("zd,de,te,fe->tzf", theta0, V, np.exp(-2 * np.outer(t, lam)), V)
+    W1, W2, C = _weights(W1, W2, C)
+    s1, s2 = torch.linalg.matrix_norm(W1, 2), torch.linalg.matrix_norm(W2, 2)
+    if float(s1) == 0 or float(s2) == 0:
+        raise ValueError("W1 and W2 must be non-zero: the scaled loss divides by ‖W1‖₂²‖W2‖₂².")
+    M = W1.T @ W2
+    return float((M * (C @ M)).sum() / (s1**2 * s2**2))
 
 
-def linear_flow(theta0, C, times, *, rtol: float = 1e-11, atol: float = 1e-12) -> np.ndarray:
-    r"""Integrate :math:`\dot\Theta = -2\Theta C` with ``solve_ivp`` (DOP853); ``[len(times), z, d]``."""
-    theta0, C = _check_theta_c(theta0, C)
-    t = as_array("times", times, 1)
-    z, d = theta0.shape
-    sol = solve_ivp(lambda _, y: (-2 * y.reshape(z, d) @ C).ravel(), (0.0, float(t[-1])), theta0.ravel(),
-                    method="DOP853", t_eval=t, rtol=check_positive("rtol", rtol), atol=check_positive("atol", atol))
-    return sol.y.T.reshape(len(t), z, d)
+def _theta_c(theta0, C):
+    theta0, C = _tensor("theta0", theta0, 2), _tensor("C", C, 2)
+    if min(theta0.shape) < 1:
+        raise ValueError(f"theta0 must be a non-empty matrix [z, d]; got shape {tuple(theta0.shape)}.")
+    return theta0, _symmetric("C", C, theta0.shape[1])
 
 
-def linear_gd(theta0, C, *, eta: float, steps: int) -> np.ndarray:
-    r"""Gradient descent :math:`\Theta_{k+1} = \Theta_k - 2\eta\Theta_k C`, all iterates ``[steps + 1, z, d]``.
-
-    Exactly :math:`\Theta_k = \Theta_0(\mathbb I - 2\eta C)^k`.
-    """
-    theta0, C = _check_theta_c(theta0, C)
-    eta, steps = check_positive("eta", eta), check_int("steps", steps, 0)
-    out = np.empty((steps + 1, *theta0.shape))
-    out[0] = theta0
-    for k in range(steps):
-        out[k + 1] = out[k] - 2 * eta * out[k] @ C
+def _finite_result(out: torch.Tensor, what: str) -> torch.Tensor:
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError(f"{what} exceeds the floating-point range: the solution grows like e^(−2λ_min t); "
+                         "use shorter times (or fewer steps) or rescale C.")
     return out
 
 
-def projector_closed_form(A, theta0, C, times) -> np.ndarray:
+def linear_closed_form(theta0, C, times) -> torch.Tensor:
+    r"""Prop 1 in closed form: :math:`\Theta(t) = \Theta_0 e^{-2Ct}`, the solution of :math:`\dot\Theta = -2\Theta C`.
+
+    The flow is gradient flow of :math:`\operatorname{Tr}(\Theta C\Theta^\top)` (the loss of Eq. 1/2 for
+    :math:`u(x) = \Theta x`). ``theta0 [z, d]``, symmetric ``C [d, d]``, ``times`` a strictly increasing grid
+    :math:`\ge 0`. Returns ``[len(times), z, d]``, computed in the eigenbasis of :math:`C`
+    (``torch.linalg.matrix_exp`` gives the same, see the tests). When :math:`\lambda_{\min}(C) < 0` the solution
+    itself grows exponentially; a ``ValueError`` says so where it leaves the floating-point range.
+    """
+    theta0, C = _theta_c(theta0, C)
+    t = _times("times", times)
+    lam, V = torch.linalg.eigh(C)
+    decay = torch.exp(-2 * t[:, None] * lam[None, :])
+    out = torch.einsum("zd,de,te,fe->tzf", theta0, V, decay, V)
+    return _finite_result(out, "times: Θ(t) = Θ₀e^(−2Ct)")
+
+
+def linear_flow(theta0, C, times, *, rtol: float = 1e-11, atol: float = 1e-12) -> torch.Tensor:
+    r"""Integrate :math:`\dot\Theta = -2\Theta C` with scipy's ``solve_ivp`` (DOP853, on the CPU); ``[len(times), z, d]``.
+
+    The independent check of :func:`linear_closed_form`: the right-hand side is evaluated in float64 on the CPU
+    and the solution is moved back to the device of :func:`clbook.setup`.
+    """
+    theta0, C = _theta_c(theta0, C)
+    t = _times("times", times)
+    rtol, atol = check_positive("rtol", rtol), check_positive("atol", atol)
+    z, d = theta0.shape
+    C_cpu = C.detach().to("cpu", torch.float64)
+
+    def rhs(_, y):
+        return (-2 * torch.from_numpy(y).view(z, d) @ C_cpu).reshape(-1).numpy()
+
+    t_cpu = t.detach().cpu().double().numpy()
+    sol = solve_ivp(rhs, (0.0, float(t_cpu[-1])), theta0.detach().cpu().double().reshape(-1).numpy(), method="DOP853",
+                    t_eval=t_cpu, rtol=rtol, atol=atol)
+    if not sol.success:
+        raise RuntimeError(f"solve_ivp failed: {sol.message}")
+    return _finite_result(torch.from_numpy(sol.y.T.copy()).view(len(t_cpu), z, d).to(theta0), "times: Θ(t)")
+
+
+def linear_gd(theta0, C, *, eta: float, steps: int) -> torch.Tensor:
+    r"""Gradient descent :math:`\Theta_{k+1} = \Theta_k - 2\eta\Theta_k C`, all iterates ``[steps + 1, z, d]``.
+
+    Exactly :math:`\Theta_k = \Theta_0(\mathbb I - 2\eta C)^k`. ``eta > 0``, ``steps >= 0``.
+    """
+    theta0, C = _theta_c(theta0, C)
+    eta, steps = check_positive("eta", eta), check_int("steps", steps, 0)
+    out = [theta0]
+    for _ in range(steps):
+        out.append(out[-1] - 2 * eta * out[-1] @ C)
+    return _finite_result(torch.stack(out), "steps: Θ_k")
+
+
+def projector_closed_form(A, theta0, C, times) -> torch.Tensor:
     r"""Remark 3: :math:`u = A\Theta x` with a fixed :math:`A\in\mathbb R^{r\times z}`; returns :math:`\Phi_t = A\Theta_t`.
 
     Gradient flow of :math:`\operatorname{Tr}(A\Theta C\Theta^\top A^\top)` is :math:`\dot\Theta = -2A^\top A\Theta C`, so
     :math:`\Theta_t = \sum_{k,j} e^{-2\alpha_k\lambda_j t}\,a_ka_k^\top\Theta_0 v_jv_j^\top` with
     :math:`A^\top A = \sum_k\alpha_k a_ka_k^\top` and :math:`C = \sum_j\lambda_j v_jv_j^\top`. Shape ``[len(times), r, d]``.
     """
-    A = as_array("A", A, 2)
-    theta0, C = _check_theta_c(theta0, C)
-    if A.shape[1] != theta0.shape[0]:
-        raise ValueError(f"A must be [r, z] with z = {theta0.shape[0]}; got {A.shape}.")
-    t = as_array("times", times, 1)
-    alpha, Ua = np.linalg.eigh(A.T @ A)
-    lam, V = np.linalg.eigh(C)
+    A = _tensor("A", A, 2)
+    theta0, C = _theta_c(theta0, C)
+    if A.shape[1] != theta0.shape[0] or A.shape[0] < 1:
+        raise ValueError(f"A must be [r, z] with r >= 1 and z = theta0.shape[0] = {theta0.shape[0]}; got {tuple(A.shape)}.")
+    t = _times("times", times)
+    alpha, Ua = torch.linalg.eigh(A.T @ A)
+    lam, V = torch.linalg.eigh(C)
     core = Ua.T @ theta0 @ V
-    decay = np.exp(-2 * t[:, None, None] * alpha[None, :, None] * lam[None, None, :])
-    return np.einsum("rz,zk,tkj,fj->trf", A, Ua, decay * core, V)
+    decay = torch.exp(-2 * t[:, None, None] * alpha[None, :, None] * lam[None, None, :])
+    return _finite_result(torch.einsum("rz,zk,tkj,fj->trf", A, Ua, decay * core, V), "times: AΘ(t)")
 
 
-def singular_value_ratio(M) -> np.ndarray:
-    r""":math:`\sigma_2/\sigma_1` of a matrix or of each matrix of a stack ``[..., a, b]``."""
-    s = np.linalg.svd(as_array("M", M), compute_uv=False)
+def singular_value_ratio(M) -> torch.Tensor:
+    r""":math:`\sigma_2/\sigma_1` of a matrix or of each matrix of a stack ``[..., a, b]`` (``a, b >= 2``, non-zero)."""
+    M = _tensor("M", M)
+    if M.ndim < 2 or min(M.shape[-2:]) < 2:
+        raise ValueError(f"M must be a matrix (or a stack) [..., a, b] with a, b >= 2; got shape {tuple(M.shape)}.")
+    s = torch.linalg.svdvals(M)
+    if bool((s[..., 0] == 0).any()):
+        raise ValueError("M must be non-zero: σ₂/σ₁ is undefined for a zero matrix.")
     return s[..., 1] / s[..., 0]
 
 
-def activation(name: str):
-    r"""The activation :math:`\phi` and its derivative :math:`\phi'` for ``name`` in :data:`ACTIVATIONS`."""
-    check_choice("activation", name, ACTIVATIONS)
-    if name == "linear":
-        return (lambda a: a), (lambda a: np.ones_like(a))
-    if name == "tanh":
-        return np.tanh, (lambda a: 1 - np.tanh(a) ** 2)
-    if name == "relu":
-        return (lambda a: np.maximum(a, 0.0)), (lambda a: (a > 0).astype(np.float64))
-    sig = lambda a: 0.5 * (1 + np.tanh(a / 2))  # noqa: E731
-    return sig, (lambda a: sig(a) * (1 - sig(a)))
-
-
-def tangent_kernel(W1, W2, x, x2, *, activation_name: str = "tanh", ntk_scale: bool = True) -> np.ndarray:
-    r"""Lemma 1: the ``[z, z]`` matrix :math:`K_{lj} = \langle\nabla_\Theta u_l(x), \nabla_\Theta u_j(x')\rangle`.
-
-    For :math:`u(x) = s\,W_2^\top\phi(W_1x)` with :math:`s = h^{-1/2}` (``ntk_scale``) or 1,
-
-    .. math::
-
-        K_{lj} = s^2\Big[\delta_{lj}\,\phi(W_1x)^\top\phi(W_1x')
-               + x^\top x'\sum_{k=1}^h (W_2)_{kl}(W_2)_{kj}\,\phi'(w_k^\top x)\,\phi'(w_k^\top x')\Big].
-
-    The first term comes from :math:`W_2`, the second from :math:`W_1`. With ``activation_name="linear"`` and
-    :math:`W_1 = \mathbb I`, only the :math:`W_2` part is the one-layer linear model's kernel
-    :math:`\delta_{lj}x^\top x'`.
-    """
-    W1, W2 = as_array("W1", W1, 2), as_array("W2", W2, 2)
-    x, x2 = as_array("x", x, 1), as_array("x2", x2, 1)
-    if W1.shape[0] != W2.shape[0] or x.shape != x2.shape or x.shape[0] != W1.shape[1]:
-        raise ValueError(f"need W1 [h, d], W2 [h, z], x and x2 [d]; got {W1.shape}, {W2.shape}, {x.shape}, {x2.shape}.")
-    phi, dphi = activation(activation_name)
-    a, a2 = W1 @ x, W1 @ x2
-    s2 = 1.0 / W1.shape[0] if ntk_scale else 1.0
-    second = float(phi(a) @ phi(a2)) * np.eye(W2.shape[1])
-    first = (x @ x2) * (W2 * (dphi(a) * dphi(a2))[:, None]).T @ W2
-    return s2 * (second + first)
-
-
-def retract_qr(W: np.ndarray) -> np.ndarray:
-    """The Q factor of ``W`` with a non-negative diagonal of R: the QR retraction onto the Stiefel manifold."""
-    Q, R = np.linalg.qr(W)
-    signs = np.sign(np.diag(R))
-    signs[signs == 0] = 1.0
-    return Q * signs
-
-
-def haar_semi_orthogonal(h: int, k: int, *, generator: torch.Generator) -> np.ndarray:
-    r"""A uniformly (Haar) random ``[h, k]`` matrix with orthonormal columns, :math:`W^\top W = \mathbb I_k`.
-
-    The Q factor (with sign-corrected R) of a standard Gaussian ``[h, k]`` matrix drawn with ``generator``.
-    """
-    from ..config import randn
-
-    h, k = check_int("h", h, 1), check_int("k", k, 1)
-    if k > h:
-        raise ValueError(f"need k <= h for orthonormal columns; got h = {h}, k = {k}.")
-    return retract_qr(randn(h, k, generator=generator).cpu().numpy())
-
-
 def optimal_value(C, z: int) -> float:
-    r"""Prop 3's optimum :math:`\sum_{i\le\min(z,l)}\lambda_i(C)`, the sum of the :math:`z` smallest eigenvalues that are negative."""
-    C = as_array("C", C, 2)
+    r"""Prop 3's optimum :math:`\sum_{i\le\min(z,l)}\lambda_i(C)`, the sum of the :math:`z` smallest eigenvalues that are
+    negative (symmetric ``C``, ``z >= 1``)."""
+    C = _symmetric("C", _tensor("C", C, 2))
     z = check_int("z", z, 1)
-    lam = np.linalg.eigvalsh(C)[:z]
-    return float(np.sum(np.minimum(lam, 0.0)))
+    lam = torch.linalg.eigvalsh(C)[:z]
+    return float(lam.clamp(max=0.0).sum())
 
 
 @dataclass(frozen=True)
@@ -272,11 +279,11 @@ class GDResult:
 
     Attributes
     ----------
-    W1, W2 : np.ndarray
+    W1, W2 : torch.Tensor
         Final weights ``[h, d]``, ``[h, z]``.
-    losses : np.ndarray
+    losses : torch.Tensor
         Trace loss (or the scaled loss for ``"scaled"``) after each step, index 0 = initial.
-    products : np.ndarray
+    products : torch.Tensor
         :math:`W_1^\top W_2` at the recorded steps, ``[len(losses), d, z]``.
     steps : int
         Steps taken (fewer than asked when the run diverged).
@@ -284,29 +291,39 @@ class GDResult:
         ``"steps"`` or ``"diverged"`` (loss below ``-blowup``).
     """
 
-    W1: np.ndarray
-    W2: np.ndarray
-    losses: np.ndarray
-    products: np.ndarray
+    W1: torch.Tensor
+    W2: torch.Tensor
+    losses: torch.Tensor
+    products: torch.Tensor
     steps: int
     reason: str
 
 
-def _clip_operator(W: np.ndarray, c: float = 1.0) -> np.ndarray:
-    U, s, Vt = np.linalg.svd(W, full_matrices=False)
-    return (U * np.minimum(s, c)) @ Vt
+def _clip_operator(W: torch.Tensor, c: float = 1.0) -> torch.Tensor:
+    U, s, Vh = torch.linalg.svd(W, full_matrices=False)
+    return (U * s.clamp(max=c)) @ Vh
 
 
-def _top_singular_outer(W: np.ndarray):
-    U, s, Vt = np.linalg.svd(W, full_matrices=False)
-    return s[0], np.outer(U[:, 0], Vt[0])
+def _top_singular_outer(W: torch.Tensor):
+    U, s, Vh = torch.linalg.svd(W, full_matrices=False)
+    return s[0], torch.outer(U[:, 0], Vh[0])
+
+
+def _scaled_gradients(W1, W2, C, G1, G2):
+    """Gradients of the scaled loss 𝓛/(σ₁(W₁)²σ₁(W₂)²) from those of 𝓛 (the top singular pair carries the norm)."""
+    M = W1.T @ W2
+    loss = (M * (C @ M)).sum()
+    s1, P1 = _top_singular_outer(W1)
+    s2, P2 = _top_singular_outer(W2)
+    scale = s1**2 * s2**2
+    return G1 / scale - 2 * loss * P1 / (scale * s1), G2 / scale - 2 * loss * P2 / (scale * s2)
 
 
 def gd_two_layer(W1, W2, C, *, eta: float, steps: int, constraint: str = "none", c1: float = 1.0, c2: float = 1.0,
                  blowup: float = 1e30) -> GDResult:
     r"""Gradient descent on :math:`\operatorname{Tr}(W_2^\top W_1CW_1^\top W_2)` for :math:`u(x) = W_2^\top W_1x`.
 
-    The Euclidean gradients are :math:`G_1 = 2W_2W_2^\top W_1C` and :math:`G_2 = 2W_1CW_1^\top W_2`. ``constraint``:
+    The Euclidean gradients are :func:`euclidean_gradients`. ``constraint``:
 
     * ``"none"``: plain GD (the loss is quartic and unbounded below when :math:`\lambda_{\min}(C) < 0`);
     * ``"frobenius"``: GD, then :math:`W_i\leftarrow W_i\min(1, c_i/\|W_i\|_F)` (Prop 2);
@@ -314,44 +331,49 @@ def gd_two_layer(W1, W2, C, *, eta: float, steps: int, constraint: str = "none",
     * ``"scaled"``: GD on :math:`\mathcal L/(\|W_1\|_2^2\|W_2\|_2^2)` (Prop 3 (1); the paper's
       :math:`\mathcal L_{orth}`), each iterate rescaled to :math:`\|W_i\|_2 = 1`, which leaves the loss unchanged;
     * ``"orthogonal"``: the paper's projected step :math:`W\leftarrow\mathrm{qf}(W - \eta(\mathbb I - WW^\top)G)`
-      on :math:`W_1^\top W_1 = \mathbb I_d`, :math:`W_2^\top W_2 = \mathbb I_z` (Prop 3 (4)).
+      (:func:`clbook.dynamics.stiefel.projected_step`) on :math:`W_1^\top W_1 = \mathbb I_d`,
+      :math:`W_2^\top W_2 = \mathbb I_z` (Prop 3 (4)); the start must have orthonormal columns and :math:`h\ge d, z`.
 
-    Both layers are updated simultaneously from the same iterate. No :math:`h\times h` matrix is formed.
+    Domain: ``W1 [h, d]``, ``W2 [h, z]`` finite, symmetric ``C [d, d]``, ``eta > 0``, ``steps >= 0``, ``c1, c2,
+    blowup > 0``; non-zero weights for ``"scaled"``. Both layers are updated from the same iterate; no :math:`h\times h`
+    matrix is formed. The run stops early (``reason="diverged"``) once the loss passes ``-blowup``.
     """
-    W1, W2, C = _check_weights(W1, W2, C)
+    W1, W2, C = _weights(W1, W2, C, symmetric=True)
     eta, steps = check_positive("eta", eta), check_int("steps", steps, 0)
     check_choice("constraint", constraint, CONSTRAINTS)
     c1, c2, blowup = check_positive("c1", c1), check_positive("c2", c2), check_positive("blowup", blowup)
-    losses, products = [scaled_loss(W1, W2, C) if constraint == "scaled" else trace_loss(W1, W2, C)], [W1.T @ W2]
-    reason = "steps"
+    if constraint == "orthogonal":
+        from ..linalg import stiefel_error
+        from .stiefel import projected_step
+
+        for name, W in (("W1", W1), ("W2", W2)):
+            if W.shape[0] < W.shape[1] or stiefel_error(W) > 1e-8:
+                raise ValueError(f"{name} must have orthonormal columns ({name}ᵀ{name} = I, so h >= its columns) for "
+                                 f"constraint='orthogonal'; retract it first with clbook.linalg.retract.")
+    M = W1.T @ W2
+    first = scaled_loss(W1, W2, C) if constraint == "scaled" else float((M * (C @ M)).sum())
+    losses, products, reason = [torch.as_tensor(first, dtype=W1.dtype, device=W1.device)], [M], "steps"
     for _ in range(steps):
-        M = W1.T @ W2
-        G1 = 2 * W2 @ (M.T @ C)
-        G2 = 2 * W1 @ (C @ M)
+        G1, G2 = _gradients(W1, W2, C)
         if constraint == "scaled":
-            loss = float(np.sum(M * (C @ M)))
-            s1, P1 = _top_singular_outer(W1)
-            s2, P2 = _top_singular_outer(W2)
-            scale = s1**2 * s2**2
-            G1 = G1 / scale - 2 * loss * P1 / (scale * s1)
-            G2 = G2 / scale - 2 * loss * P2 / (scale * s2)
+            G1, G2 = _scaled_gradients(W1, W2, C, G1, G2)
         if constraint == "orthogonal":
-            W1n = retract_qr(W1 - eta * (G1 - W1 @ (W1.T @ G1)))
-            W2n = retract_qr(W2 - eta * (G2 - W2 @ (W2.T @ G2)))
+            W1n, W2n = projected_step(W1, G1, eta=eta), projected_step(W2, G2, eta=eta)
         else:
             W1n, W2n = W1 - eta * G1, W2 - eta * G2
         if constraint == "frobenius":
-            W1n = W1n * min(1.0, c1 / np.linalg.norm(W1n))
-            W2n = W2n * min(1.0, c2 / np.linalg.norm(W2n))
+            W1n = W1n * min(1.0, c1 / float(torch.linalg.matrix_norm(W1n)))
+            W2n = W2n * min(1.0, c2 / float(torch.linalg.matrix_norm(W2n)))
         elif constraint == "operator":
             W1n, W2n = _clip_operator(W1n), _clip_operator(W2n)
         elif constraint == "scaled":
-            W1n, W2n = W1n / np.linalg.svd(W1n, compute_uv=False)[0], W2n / np.linalg.svd(W2n, compute_uv=False)[0]
+            W1n, W2n = W1n / torch.linalg.matrix_norm(W1n, 2), W2n / torch.linalg.matrix_norm(W2n, 2)
         W1, W2 = W1n, W2n
         M = W1.T @ W2
-        losses.append(float(np.sum(M * (C @ M))))  # the scaled loss equals the trace loss once ||W_i||_2 = 1
+        losses.append((M * (C @ M)).sum())  # the scaled loss equals the trace loss once ||W_i||_2 = 1
         products.append(M)
-        if not np.isfinite(losses[-1]) or losses[-1] < -blowup:
+        last = float(losses[-1])
+        if not math.isfinite(last) or last < -blowup:
             reason = "diverged"
             break
-    return GDResult(W1, W2, np.array(losses), np.array(products), len(losses) - 1, reason)
+    return GDResult(W1, W2, torch.stack(losses), torch.stack(products), len(losses) - 1, reason)

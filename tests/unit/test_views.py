@@ -22,12 +22,18 @@ def test_gaussian_views_shapes_noise_and_negatives():
     assert all(tuple(r) in rows for r in v.negatives.numpy().round(12))
 
 
-def test_views_are_reproducible():
-    a = views.moons_views(50, seed=3).numpy()
-    b = views.moons_views(50, seed=3).numpy()
-    for p, q in zip(a, b, strict=True):
-        np.testing.assert_array_equal(p, q)
-    assert a[0].dtype == np.float64 and a[0].shape == (50, 2)
+def test_views_are_reproducible_and_unpack():
+    a = views.moons_views(50, seed=3)
+    x, xp, xn = views.moons_views(50, seed=3)
+    for p, q in zip(a, (x, xp, xn), strict=True):
+        torch.testing.assert_close(p, q, atol=0, rtol=0)
+    assert x.dtype == torch.float64 and x.shape == (50, 2)
+
+
+def test_inputs_are_converted_to_the_setup_dtype():
+    v = views.gaussian_views(np.arange(12).reshape(6, 2), variance=0.0, generator=clbook.generator(0))
+    assert v.anchors.dtype == torch.float64
+    torch.testing.assert_close(v.positives, v.anchors)
 
 
 def test_gaussian_anchors_moments():
@@ -45,3 +51,7 @@ def test_bad_inputs():
         views.gaussian_anchors(5, [1.0, 2.0], mean=[0.0], generator=clbook.generator(0))
     with pytest.raises(TypeError):
         views.gaussian_views(torch.zeros(5, 2), variance=0.1, generator=None)
+    with pytest.raises(ValueError, match="scales"):
+        views.gaussian_anchors(5, [1.0, float("nan")], generator=clbook.generator(0))
+    with pytest.raises(ValueError, match="finite"):
+        views.gaussian_views([[0.0, float("inf")], [1.0, 2.0]], generator=clbook.generator(0))
