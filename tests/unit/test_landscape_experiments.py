@@ -362,3 +362,14 @@ def test_faithfulness_checks_its_arguments(tmp_path):
         L.faithfulness(tmp_path, seeds=(2, 3))
     with pytest.raises(ValueError, match="record"):
         L.faithfulness(tmp_path, epochs=25, record=10)
+
+
+def test_estimate_schedules_largest_first():
+    ms = {name: (10.0 if L.MODELS[name].loss == "ntxent" else 1.0) for name in L.MODELS}
+    est = L.estimate(["table2-dependent"], ms, workers=2, epochs=100, seeds=[1, 2], sparsities=[0.2])
+    e = est["experiments"]["table2-dependent"]
+    assert e["jobs"]["CL-basic/0.2"] == round(10 / 1000 * 100 * 2)  # 2 s
+    assert e["cpu_seconds"] == round(2 * 2 + 4 * 0.2)
+    assert e["wall_seconds"] == round(2 + 2 * 0.2)  # CL-basic and CL-linear in parallel (2 s each), then 4 x 0.2 s on two workers
+    with pytest.raises(ValueError, match="ms_per_epoch"):
+        L.estimate(["table1"], {"SimCLR": 1.0})
