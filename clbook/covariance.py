@@ -162,5 +162,10 @@ def energy(alpha, z1, z2) -> torch.Tensor:
     """
     z1, z2 = _views(("z1", "z2"), z1, z2)
     alpha = _check_alpha(alpha, z1)
-    laplacian, rows = _laplacian_and_rows(alpha, diagonal=False)
+    return _energy(*_laplacian_and_rows(alpha, diagonal=False), z1, z2)
+
+
+def _energy(laplacian: torch.Tensor, rows: torch.Tensor, z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
+    """:func:`energy` from the Laplacian and row sums of :math:`\alpha`, unchecked: for loops that reuse one
+    :math:`\alpha` for thousands of steps (:func:`clbook.dynamics.relu2layer.relu_ascent`)."""
     return (z1 * (laplacian @ z1)).sum() - (rows * (z1 - z2).pow(2).sum(dim=1)).sum()

@@ -22,14 +22,15 @@ normalisation Jacobians of Lemma 6 and the norm-conservation measurements of Lem
 (:func:`normalization_jacobian`, :func:`weight_gradient_cosines`), and a generator of contrastive
 batches with a controllable eigen-gap and augmentation strength (:func:`contrastive_batch`).
 
-Weights are lists of tensors of shape ``[S, n_l, n_{l-1}]`` (``S`` independent starts, vectorised).
-Used in Chapter 2.
+Weights are lists of tensors of shape ``[S, n_l, n_{l-1}]`` (``S`` independent starts, vectorised). The simulators
+run with one thread (:func:`clbook.linalg.single_thread`): thousands of products of 10x10 matrices, where a second
+thread only adds synchronisation, and the results then do not depend on the thread count. Figure 2 is drawn by
+:mod:`clbook.viz.deeplinear`. Used in Chapter 2.
 """
 from __future__ import annotations
 
 import functools
 import math
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,33 +42,18 @@ from .. import covariance as _covariance
 from .. import losses as _losses
 from .._validate import check_choice, check_int, check_nonnegative, check_positive, check_tensor
 from ..config import defaults, randn
+from ..linalg import single_thread
 
 __all__ = [
     "NORMALIZATIONS", "ContrastiveBatch", "contrastive_batch", "set_top_gap", "random_weights", "project",
     "end_to_end", "energy", "flow", "balance_matrices", "tangent", "TrainResult", "train", "rank_one_report",
     "euler", "BlowupResult", "solve_unconstrained", "aligned_blowup_time", "aligned_weights", "normalization_jacobian",
-    "weight_gradient_cosines", "normalized_mlp_gradients", "figure2_data", "plot_figure2", "figure2",
+    "weight_gradient_cosines", "normalized_mlp_gradients", "figure2_data",
 ]
 
 NORMALIZATIONS = ("frobenius", "filter")
 """``frobenius``: :math:`\\|W_l\\|_F = 1` for every layer (the set :math:`\\Theta` of Eq. 11); ``filter``: rows of
 :math:`W_l` have norm :math:`1/\\sqrt{n_l}` for :math:`l < L` and :math:`\\|W_L\\|_F = 1` (Corollary 3)."""
-
-
-@contextmanager
-def _one_thread():
-    """Run a loop of tiny tensor operations with one intra-op thread, then restore the setting.
-
-    The simulators here apply thousands of operations to matrices of size ~10. With two or more torch threads each
-    operation pays a thread synchronisation that costs far more than the arithmetic (measured: 40x slower on a
-    loaded 2-core machine), and one thread also makes the results independent of ``CLBOOK_THREADS``.
-    """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -341,7 +327,7 @@ def train(X, weights, *, steps: int, eta: float, normalization: str = "frobenius
         rec_s.append(torch.stack([_top2(W) for W in weights], dim=1).cpu().numpy())
 
     reason = f"reached steps = {steps}"
-    with _one_thread():
+    with single_thread():
         record(0)
         for t in range(1, steps + 1):
             g = _tangent(weights, _flow(weights, X, layer_scaled), normalization)
@@ -365,7 +351,7 @@ def euler(X, weights, *, eta: float, steps: int) -> list[torch.Tensor]:
     X = _check_X(X, weights[0].shape[2])
     eta = check_positive("eta", eta)
     steps = check_int("steps", steps, 0)
-    with _one_thread():
+    with single_thread():
         for _ in range(steps):
             weights = [W + eta * G for W, G in zip(weights, _flow(weights, X), strict=True)]
     return weights
@@ -444,7 +430,7 @@ def solve_unconstrained(X, weights, *, t_max: float, max_norm: float = 1e3, rtol
 
     too_big.terminal = True
     y0 = torch.cat([W.detach().cpu().reshape(-1) for W in weights]).numpy()
-    with _one_thread():
+    with single_thread():
         sol = solve_ivp(rhs, (0.0, t_max), y0, rtol=rtol, atol=atol, events=too_big, dense_output=False)
     layers = [unpack(sol.y[:, k]) for k in range(sol.y.shape[1])]
     norms = np.array([[float(W.norm()) for W in ws] for ws in layers])
@@ -601,28 +587,3 @@ def _figure2_run(depth, width, gap, augmentation, eta, steps, seed, layer_scaled
     weights = random_weights([d] + [width] * (depth - 1) + [6], n_starts=1, seed=seed)
     res = train(X, weights, steps=steps, eta=eta, record_every=max(1, steps // 150), layer_scaled=layer_scaled)
     return res, X
-
-
-def plot_figure2(result: TrainResult, start: int = 0):
-    r"""Plot a :class:`TrainResult` as the paper's Fig. 2 (energy; solid :math:`\sigma_1`, dashed :math:`\sigma_2`)."""
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.0, 3.4), layout="constrained")
-    ax1.plot(result.steps, result.energy[:, start], color="#1f5a96")
-    ax1.axhline(1.0, color="#555555", lw=1, ls=":")
-    ax1.set_xlabel("step")
-    ax1.set_ylabel(r"$\mathcal{E}/\lambda_{\max}(X_\alpha)$")
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for layer in range(result.singular_values.shape[2]):
-        c = colors[layer % len(colors)]
-        ax2.plot(result.steps, result.singular_values[:, start, layer, 0], color=c, label=f"$W_{layer + 1}$")
-        ax2.plot(result.steps, result.singular_values[:, start, layer, 1], color=c, ls="--")
-    ax2.set_xlabel("step")
-    ax2.set_ylabel(r"$\sigma_1$ (solid), $\sigma_2$ (dashed)")
-    ax2.legend(ncol=2, fontsize=8)
-    return fig
-
-
-def figure2(**params):
-    """The paper's Fig. 2 for the parameters of :func:`figure2_data`; returns the figure (for panels)."""
-    return plot_figure2(figure2_data(**params)[0])

@@ -19,13 +19,14 @@ This module holds
   vectorised over a batch of initialisations (Theorems 4–6);
 * :func:`relu_ascent`: the same ascent on the ReLU network itself, by autograd (the left side of Theorem 4);
 * :func:`numerical_rank`, :func:`active_modes`, :func:`lemma15_bound`, :func:`make_problem` and
-  :func:`fig3_run`, :func:`fig3_figure` (Fig. 3 of the paper).
+  :func:`fig3_run` (the training behind Fig. 3 of the paper, drawn by :mod:`clbook.viz.relu2layer`).
 
-Used in Chapter 3.
+The simulators run with one thread (:func:`clbook.linalg.single_thread`): thousands of steps on matrices of a few
+dozen entries, where a second thread only adds synchronisation, and the results then do not depend on the thread
+count. Used in Chapter 3.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 from dataclasses import dataclass
@@ -37,10 +38,11 @@ from .._validate import check_choice, check_int, check_pair, check_positive, che
 from ..config import generator as make_generator
 from ..config import randn
 from ..data.modes import ModeBatch, orthogonal_modes
+from ..linalg import single_thread
 
 __all__ = [
     "forward", "energy", "linear_energy", "StickyRun", "sticky_ascent", "ReluRun", "relu_ascent",
-    "numerical_rank", "active_modes", "lemma15_bound", "Problem", "make_problem", "random_start", "fig3_run", "fig3_figure",
+    "numerical_rank", "active_modes", "lemma15_bound", "Problem", "make_problem", "random_start", "fig3_run",
 ]
 
 ACTIVATIONS = ("relu", "linear")
@@ -88,22 +90,6 @@ def linear_energy(W1: torch.Tensor, W2: torch.Tensor, X: torch.Tensor) -> torch.
         raise ValueError(f"X must be [..., d, d] with d = {W1.shape[-1]}; got {tuple(X.shape)}.")
     P = W2 @ W1
     return ((P @ X) * P).sum(dim=(-2, -1))
-
-
-@contextlib.contextmanager
-def _one_thread():
-    """Run a loop of tiny tensor operations on one intra-op thread, then restore the setting.
-
-    The simulators below take thousands of steps on matrices of a few dozen entries. Splitting such operations over
-    threads cannot speed them up, and on a busy machine every parallel region waits for a second core (measured here:
-    0.5 ms per step with one thread, 45 ms with two). The results do not depend on the thread count.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _unit(W: torch.Tensor) -> torch.Tensor:
@@ -190,7 +176,7 @@ def sticky_ascent(W1, W2, X, *, eta: float, steps: int, sticky: bool = True, tra
     history, traj = [], []
     change = torch.full((W1.shape[0],), math.inf, dtype=W1.dtype, device=W1.device)
     reason, t = "max_steps", 0
-    with _one_thread():
+    with single_thread():
         W1, W2, history, traj, change, reason, t = _sticky_loop(W1, W2, X, eta, steps, sticky, train_top, record_every,
                                                                 keep_trajectory, tol, history, traj, change, reason)
     hist = torch.stack(history) if history else linear_energy(W1, W2, X).unsqueeze(0)
@@ -249,14 +235,15 @@ def relu_ascent(W1, W2, alpha, x1, x2, *, eta: float, steps: int, record_every: 
     record_every = check_int("record_every", record_every, minimum=1)
     energy(W1, W2, alpha, x1, x2, activation=activation)  # validates every argument once
     h = torch.relu if activation == "relu" else (lambda t: t)
+    laplacian, rows = covariance._laplacian_and_rows(alpha, diagonal=False)  # the one C_α, prepared once for all steps
 
-    def energy_fast(W1, W2):  # covariance.energy on the network's outputs, without re-validating W1, W2 every step
-        return covariance.energy(alpha, h(x1 @ W1.T) @ W2.T, h(x2 @ W1.T) @ W2.T)
+    def energy_fast(W1, W2):  # covariance.energy without re-validating alpha, x1, x2 at every step
+        return covariance._energy(laplacian, rows, h(x1 @ W1.T) @ W2.T, h(x2 @ W1.T) @ W2.T)
 
     W1 = (W1 / W1.clamp_min(0).norm()).detach().clone().requires_grad_()
     W2 = (W2 / W2.norm()).detach().clone().requires_grad_()
     traj = []
-    with _one_thread():
+    with single_thread():
         for t in range(1, steps + 1):
             g1, g2 = torch.autograd.grad(energy_fast(W1, W2), (W1, W2))
             with torch.no_grad():
@@ -323,7 +310,7 @@ def make_problem(*, modes: int, gamma_range: tuple[float, float], n: int = 64, s
     fixed :math:`\alpha > 0`). Mode magnitudes run from 2 to 1 with 20 % jitter (:func:`clbook.data.modes.orthogonal_modes`).
     """
     gen = make_generator(check_int("seed", seed, minimum=0))
-    with _one_thread():
+    with single_thread():
         batch = orthogonal_modes(n, modes=modes, generator=gen, gamma_range=gamma_range, mix_fraction=mix_fraction)
         Z1 = randn(n, check_int("embed_dim", embed_dim, minimum=1), generator=gen)
         Z2 = randn(n, embed_dim, generator=gen)
@@ -360,33 +347,3 @@ def _fig3_run(gamma_low, gamma_high, modes, hidden, seed, out, steps, eta):
     W1, W2 = random_start(1, hidden, modes, out, seed=seed + 1)
     run = sticky_ascent(W1, W2, prob.X / prob.X.abs().max(), eta=eta, steps=steps, record_every=steps)
     return prob, run
-
-
-def fig3_figure(gamma_low: float = 0.05, gamma_high: float = 4.0, modes: int = 8, hidden: int = 10, seed: int = 0,
-                *, steps: int = 3000):
-    r"""Fig. 3 of the paper: converged :math:`W_1` and :math:`W_2^\top W_2` of ReLU2Layer (:func:`fig3_run`), as heat maps.
-
-    Returns a matplotlib Figure. The title reports :math:`\max_m X_{mm}` and :math:`\lambda_{\max}(X_\alpha)` (both
-    divided by the largest entry of :math:`|X_\alpha|`), the energy and the numerical rank of :math:`W_1`.
-    """
-    from .. import viz
-
-    prob, run = fig3_run(gamma_low, gamma_high, modes, hidden, seed, steps=steps)
-    fig, (a1, a2) = viz.figure(ncols=2, width=7.2, height=3.2)
-    w1 = run.W1[0].cpu().numpy()
-    gram = (run.W2[0].T @ run.W2[0]).cpu().numpy()
-    im1 = a1.imshow(w1, cmap="viridis", aspect="auto")
-    a1.set_xlabel("mode $m$")
-    a1.set_ylabel("hidden node $k$")
-    a1.set_title("$W_1$", fontsize=10)
-    fig.colorbar(im1, ax=a1)
-    lim = abs(gram).max()
-    im2 = a2.imshow(gram, cmap="RdBu_r", vmin=-lim, vmax=lim)
-    a2.set_xlabel("hidden node")
-    a2.set_title("$W_2^\\top W_2$", fontsize=10)
-    fig.colorbar(im2, ax=a2)
-    scale = float(prob.X.abs().max())
-    diag, lam = float(torch.diagonal(prob.X).max()) / scale, float(torch.linalg.eigvalsh(prob.X)[-1]) / scale
-    rank = int(numerical_rank(run.W1)[0])
-    fig.suptitle(f"max X_mm = {diag:.3f}, λ_max = {lam:.3f}, E = {float(run.energy[0]):.3f}, rank W1 = {rank}", fontsize=9)
-    return fig

@@ -153,12 +153,12 @@ def test_balance_identity_for_all_nets(depth, seed, eta):
         assert float((b1 - b0 - expected).abs().max()) <= 1e-12 * (1 + float(expected.abs().max()))
 
 
-def test_figure2_runs():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    fig = dl.figure2(depth=2, steps=40)
-    assert len(fig.axes) == 2
+def test_figure2_data_is_cached_and_reaches_the_optimum():
+    res, X = dl.figure2_data(depth=2, steps=300)
+    assert dl.figure2_data(depth=2, steps=300)[0] is res
+    assert abs(res.energy[-1, 0] - 1) < 1e-6 and res.singular_values.shape[1:] == (1, 2, 2)
+    with pytest.raises(ValueError, match="lambda_max"):
+        dl.figure2_data(augmentation=5.0, steps=1)
 
 
 def test_bad_input():

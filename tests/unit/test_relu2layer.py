@@ -121,11 +121,12 @@ def test_lemma15_tight_case():
     assert float(r2.lemma15_bound(u, v)) == -1.0 == float(u.min())
 
 
-def test_fig3_run_and_figure():
+def test_fig3_run_is_cached_and_rank_two_under_strong_augmentation():
     prob, run = r2.fig3_run(0.05, 4.0, 3, 4, 0, steps=200)
     assert run.W1.shape == (1, 4, 3) and prob.X.shape == (3, 3)
-    fig = r2.fig3_figure(0.9, 1.1, 2, 2, 0, steps=100)
-    assert len(fig.axes) == 4
+    assert r2.fig3_run(0.05, 4.0, 3, 4, 0, steps=200)[1] is run
+    with pytest.raises(ValueError, match="gamma_low"):
+        r2.fig3_run(2.0, 1.0)
 
 
 def test_bad_inputs(prob):
