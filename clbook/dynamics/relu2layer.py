@@ -336,9 +336,11 @@ def fig3_run(gamma_low: float = 0.05, gamma_high: float = 4.0, modes: int = 8, h
     start: :func:`random_start` with ``seed + 1``; :math:`X_\alpha` is divided by its largest entry (same optima,
     rescaled time). Cached: the same arguments return the same (read-only) result.
     """
-    if not 0 < gamma_low <= gamma_high:
+    gamma_low, gamma_high = check_positive("gamma_low", gamma_low), check_positive("gamma_high", gamma_high)
+    if gamma_low > gamma_high:
         raise ValueError(f"need 0 < gamma_low <= gamma_high; got gamma_low = {gamma_low}, gamma_high = {gamma_high}.")
-    return _fig3_run(float(gamma_low), float(gamma_high), int(modes), int(hidden), int(seed), int(out), int(steps), float(eta))
+    return _fig3_run(gamma_low, gamma_high, check_int("modes", modes, 1), check_int("hidden", hidden, 1), check_int("seed", seed, 0),
+                     check_int("out", out, 1), check_int("steps", steps, 1), check_positive("eta", eta))
 
 
 @functools.lru_cache(maxsize=16)
