@@ -22,6 +22,7 @@ so that a test can grade there exactly what Gradescope would see.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -68,16 +69,28 @@ def _run(cmd: list, *, what: str, **kwargs) -> subprocess.CompletedProcess:
     return run
 
 
-def build(path: Path, *, run_tests: bool = True) -> Path:
+def _source_key(path: Path) -> str:
+    """What a build depends on: the master, the requirements it names, this tool and otter's version."""
+    digest = hashlib.sha256(importlib.metadata.version("otter-grader").encode())
+    for source in (path, MASTERS / "requirements.txt", Path(__file__)):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
+
+
+def build(path: Path, *, run_tests: bool = True, reuse: bool = False) -> Path:
     """Run ``otter assign`` on one master and zip the student handout; return ``_build/assignments/<name>``.
 
     With ``run_tests`` (the default) otter also grades the solution in *this* environment and fails if it
-    loses a point; tests/assignments skips that and grades in the declared environment instead.
+    loses a point; tests/assignments skips that and grades in the declared environment instead. With ``reuse``,
+    an earlier build from the same sources (master, requirements, this tool, otter's version) is kept.
     """
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no master notebook at {path}")
     target = OUT / path.stem
+    stamp = target / "built-from.sha256"
+    if reuse and stamp.exists() and stamp.read_text() == _source_key(path):
+        return target
     shutil.rmtree(target, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "otter", "assign", path, target] + ([] if run_tests else ["--no-run-tests"])
@@ -87,6 +100,7 @@ def build(path: Path, *, run_tests: bool = True) -> Path:
         for file in sorted(student.rglob("*")):
             if file.is_file():
                 handout.write(file, file.relative_to(student))
+    stamp.write_text(_source_key(path))
     return target
 
 
@@ -230,16 +244,14 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[:1] == ["grade"] and len(argv) in (3, 4) and (len(argv) == 3 or argv[1] == "--clean"):
         name, notebook = argv[-2], Path(argv[-1]).resolve()
-        target = OUT / name if (OUT / name).exists() else build(master(name))
+        target = build(master(name), run_tests=False, reuse=True)
         zip_path = autograder_zip(target)
         python = clean_environment(declared_environment(zip_path)) if argv[1] == "--clean" else None
         for question, (score, out_of) in grade(zip_path, notebook, python=python).items():
             print(f"{question}: {score:g} / {out_of:g}")
         return 0
     if argv in (["env"], ["install-line"]):
-        first = masters()[0]
-        target = OUT / first.stem if (OUT / first.stem).exists() else build(first, run_tests=False)
-        env = declared_environment(autograder_zip(target))
+        env = declared_environment(autograder_zip(build(masters()[0], run_tests=False, reuse=True)))
         print(clean_environment(env).parent.parent if argv == ["env"] else env.student_line())
         return 0
     print(__doc__, file=sys.stderr)

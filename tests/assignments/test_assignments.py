@@ -11,7 +11,7 @@ under ``_build/assignment-envs/`` by a hash of the declaration. There, with ``<v
   other: every test of a question calls only that question's function, with inputs it computes itself;
 - the student handout, with the solution's answers, passes its public tests (``grader.check``) there.
 
-The notebooks are graded two at a time.
+The notebooks are graded two at a time; every grade is written to ``_build/assignments/grades.json``.
 """
 import json
 import re
@@ -92,9 +92,10 @@ def solution_cells(nb):
 
 @pytest.fixture(scope="session")
 def built():
-    """Every master through ``otter assign`` (without its own test run: the solution is graded below)."""
+    """Every master through ``otter assign`` (without its own test run: the solution is graded below); a build from
+    the same sources is reused."""
     with ThreadPoolExecutor(max_workers=2) as pool:
-        targets = pool.map(lambda name: assignments.build(assignments.master(name), run_tests=False), NAMES)
+        targets = pool.map(lambda name: assignments.build(assignments.master(name), run_tests=False, reuse=True), NAMES)
         return dict(zip(NAMES, targets, strict=True))
 
 
@@ -166,6 +167,16 @@ def results(built, pythons, tmp_path_factory):
     with ThreadPoolExecutor(max_workers=2) as pool:
         done = dict(zip(others, pool.map(run, others.values()), strict=True))
     done.update({key: run(job) for key, job in probes.items()})
+    def describe(name, label):
+        if not label.startswith("mutant"):
+            return label
+        question, _, _, mistake = MUTANTS[name][int(label.removeprefix("mutant"))]
+        return f"{label} ({question}: {mistake})"
+
+    summary = {name: {} for name in built}
+    for (name, label), value in done.items():
+        summary[name][describe(name, label)] = repr(value) if isinstance(value, Exception) else value
+    (assignments.OUT / "grades.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False))
     return done
 
 
@@ -264,7 +275,7 @@ def test_each_mutant_loses_points_on_its_question_only(name, results):
 def test_student_handout_passes_its_public_tests(name, results):
     checks = _get(results, name, "student")
     assert set(checks) == set(questions(name))
-    failed = {q: out for q, out in checks.items() if "passed" not in out}
+    failed = {q: out for q, out in checks.items() if "All test cases passed!" not in out}
     assert not failed, f"{name}: public tests failed in the student's environment: {failed}"
 
 
