@@ -304,17 +304,17 @@ def _clip_operator(W: torch.Tensor, c: float = 1.0) -> torch.Tensor:
     return (U * s.clamp(max=c)) @ Vh
 
 
-def _top_singular_outer(W: torch.Tensor):
+def _top_pair(W: torch.Tensor):
+    """The top singular value of ``W`` and the outer product of its singular vectors (the gradient of ‖W‖₂)."""
     U, s, Vh = torch.linalg.svd(W, full_matrices=False)
     return s[0], torch.outer(U[:, 0], Vh[0])
 
 
-def _scaled_gradients(W1, W2, C, G1, G2):
-    """Gradients of the scaled loss 𝓛/(σ₁(W₁)²σ₁(W₂)²) from those of 𝓛 (the top singular pair carries the norm)."""
+def _scaled_gradients(W1, W2, C, G1, G2, top1, top2):
+    """Gradients of the scaled loss 𝓛/(σ₁(W₁)²σ₁(W₂)²) from those of 𝓛 (``top_i`` = :func:`_top_pair` of ``W_i``)."""
     M = W1.T @ W2
     loss = (M * (C @ M)).sum()
-    s1, P1 = _top_singular_outer(W1)
-    s2, P2 = _top_singular_outer(W2)
+    (s1, P1), (s2, P2) = top1, top2
     scale = s1**2 * s2**2
     return G1 / scale - 2 * loss * P1 / (scale * s1), G2 / scale - 2 * loss * P2 / (scale * s2)
 
@@ -344,7 +344,7 @@ def gd_two_layer(W1, W2, C, *, eta: float, steps: int, constraint: str = "none",
     c1, c2, blowup = check_positive("c1", c1), check_positive("c2", c2), check_positive("blowup", blowup)
     if constraint == "orthogonal":
         from ..linalg import stiefel_error
-        from .stiefel import projected_step
+        from .stiefel import _projected_step
 
         for name, W in (("W1", W1), ("W2", W2)):
             if W.shape[0] < W.shape[1] or stiefel_error(W) > 1e-8:
@@ -353,12 +353,13 @@ def gd_two_layer(W1, W2, C, *, eta: float, steps: int, constraint: str = "none",
     M = W1.T @ W2
     first = scaled_loss(W1, W2, C) if constraint == "scaled" else float((M * (C @ M)).sum())
     losses, products, reason = [torch.as_tensor(first, dtype=W1.dtype, device=W1.device)], [M], "steps"
+    tops = (_top_pair(W1), _top_pair(W2)) if constraint == "scaled" else None
     for _ in range(steps):
         G1, G2 = _gradients(W1, W2, C)
         if constraint == "scaled":
-            G1, G2 = _scaled_gradients(W1, W2, C, G1, G2)
+            G1, G2 = _scaled_gradients(W1, W2, C, G1, G2, *tops)
         if constraint == "orthogonal":
-            W1n, W2n = projected_step(W1, G1, eta=eta), projected_step(W2, G2, eta=eta)
+            W1n, W2n = _projected_step(W1, G1, eta), _projected_step(W2, G2, eta)
         else:
             W1n, W2n = W1 - eta * G1, W2 - eta * G2
         if constraint == "frobenius":
@@ -366,8 +367,9 @@ def gd_two_layer(W1, W2, C, *, eta: float, steps: int, constraint: str = "none",
             W2n = W2n * min(1.0, c2 / float(torch.linalg.matrix_norm(W2n)))
         elif constraint == "operator":
             W1n, W2n = _clip_operator(W1n), _clip_operator(W2n)
-        elif constraint == "scaled":
-            W1n, W2n = W1n / torch.linalg.matrix_norm(W1n, 2), W2n / torch.linalg.matrix_norm(W2n, 2)
+        elif constraint == "scaled":  # rescale to ‖W_i‖₂ = 1; the top singular vectors carry over to the next step
+            (s1, P1), (s2, P2) = _top_pair(W1n), _top_pair(W2n)
+            W1n, W2n, tops = W1n / s1, W2n / s2, ((torch.ones_like(s1), P1), (torch.ones_like(s2), P2))
         W1, W2 = W1n, W2n
         M = W1.T @ W2
         losses.append((M * (C @ M)).sum())  # the scaled loss equals the trace loss once ||W_i||_2 = 1

@@ -113,6 +113,11 @@ def projected_step(W, G, *, eta: float, scheme: str = "paper", retraction: str =
     eta = check_positive("eta", eta)
     check_choice("scheme", scheme, SCHEMES)
     check_choice("retraction", retraction, RETRACTIONS)
+    return _projected_step(W, G, eta, scheme, retraction)
+
+
+def _projected_step(W, G, eta, scheme="paper", retraction="qr"):
+    """:func:`projected_step` without the argument checks, for the training loops (one step of one layer)."""
     return retract(W - eta * _direction(W, G, scheme), method=retraction)
 
 
@@ -167,8 +172,7 @@ def step(W1, W2, C, *, eta: float, scheme: str = "paper", retraction: str = "qr"
 
 def _step(W1, W2, C, eta, scheme, retraction):
     G1, G2 = _gradients(W1, W2, C)
-    return (retract(W1 - eta * _direction(W1, G1, scheme), method=retraction),
-            retract(W2 - eta * _direction(W2, G2, scheme), method=retraction))
+    return _projected_step(W1, G1, eta, scheme, retraction), _projected_step(W2, G2, eta, scheme, retraction)
 
 
 @dataclass(frozen=True)

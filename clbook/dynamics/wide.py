@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from .._validate import check_choice, check_int, check_positive
 from ..linalg import haar_orthonormal
 from .ssl import _tensor, _views
-from .stiefel import projected_step
+from .stiefel import _projected_step
 
 __all__ = ["ACTIVATIONS", "CURVATURE", "phi", "dphi", "tangent_kernel", "lemma2_ratio", "InitGap", "init_gaps", "init_gap",
            "contrastive_gradients", "train_nets", "TrainPair", "train_pair", "gap"]
@@ -273,7 +273,7 @@ def train_nets(x, x_pos, x_neg, *, h: int, z: int = 1, activations=("tanh",), et
                 out[name][0].append(_phi(name, x @ V1.T) @ V2)
                 out[name][1].append(loss)
             if k < steps:
-                nets[name] = (projected_step(V1, G1, eta=eta), projected_step(V2, G2, eta=eta))
+                nets[name] = (_projected_step(V1, G1, eta), _projected_step(V2, G2, eta))
     result = {name: (torch.stack(u), torch.stack(ls)) for name, (u, ls) in out.items()}
     result["record"] = torch.tensor(record)
     return result
