@@ -6,9 +6,15 @@ Data (Eq. 1): :math:`x = Mz + \epsilon`, a column-orthonormal dictionary :math:`
 :math:`\alpha`: independent masks (Eq. 3) :math:`a_1 = D_1x,\ a_2 = D_2x`, or the dependent masks of
 Wen and Li (Eq. 2) :math:`a_1 = 2Dx,\ a_2 = 2(I-D)x`.
 
-Every function draws with an explicit CPU ``torch.Generator`` (:func:`clbook.generator`) and returns float64
-tensors on the current device. A leading ``batch`` dimension (one entry per seed) is available where a
-chapter trains or measures many seeds at once. Used in Chapters 14-17.
+One name for the latent sparsity in the whole book: ``sparsity`` is :math:`\beta = \Pr(z_i\neq0)`, the paper's
+"Pr(sparse)" of Sec. 4.1. The paper's other two names translate as :math:`\kappa = \beta` (Assumption 1 of
+Thm 3) and :math:`p_z = \beta/2` (the proof of Thm 2). ``keep`` is :math:`\alpha`; the paper's and the code's
+"masking probability" is :math:`1-\alpha`.
+
+Every function that draws takes an explicit CPU ``torch.Generator`` (:func:`clbook.generator`), draws on the CPU
+and returns tensors on the device and in the dtype of :func:`clbook.setup`, so a seed gives the same sample on
+every device. A leading ``batch`` dimension (one entry per seed) is available where a chapter trains or measures
+many seeds at once. Used in Chapters 14-17.
 """
 from __future__ import annotations
 
@@ -17,8 +23,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .._validate import check_choice, check_in_range, check_int, check_nonnegative, check_tensor
-from ..config import rand, randint, randn, to_device
+from .. import linalg
+from .._validate import as_tensor, check_choice, check_in_range, check_int, check_nonnegative
+from ..config import defaults, rand, randint, randn
 
 __all__ = [
     "LATENTS",
@@ -28,8 +35,10 @@ __all__ = [
     "sparse_latents",
     "sample",
     "latent_second_moment",
+    "second_moment",
     "noise_std",
     "masks",
+    "mask_moment",
     "views",
 ]
 
@@ -37,7 +46,7 @@ LATENTS = ("symmetric", "binary", "one_hot")
 SCHEMES = ("independent", "dependent")
 
 
-def _batch_shape(batch):
+def _batch_shape(batch) -> tuple[int, ...]:
     if batch is None:
         return ()
     return (check_int("batch", batch, 1),)
@@ -48,15 +57,17 @@ def dictionary(p: int, d: int, *, generator: torch.Generator, batch: int | None 
 
     .. math:: G_{ij}\sim\mathcal N(0,1),\quad G = QR,\quad M := Q\,\mathrm{diag}(\mathrm{sign}\,R_{jj}),\quad M^\top M = I_d .
 
-    The sign fix makes :math:`M` Haar distributed on the Stiefel manifold.
+    The sign fix makes :math:`M` Haar distributed on the Stiefel manifold; the draw is
+    :func:`clbook.linalg.haar_orthonormal`.
 
     Parameters
     ----------
     p, d : int
         Input dimension and number of atoms, ``p >= d >= 1``.
     generator : torch.Generator
+        A CPU generator.
     batch : int, optional
-        Draw ``batch`` independent dictionaries, ``shape=[batch, p, d]``.
+        Draw ``batch >= 1`` independent dictionaries, ``shape=[batch, p, d]``.
 
     Returns
     -------
@@ -65,23 +76,31 @@ def dictionary(p: int, d: int, *, generator: torch.Generator, batch: int | None 
     p, d = check_int("p", p, 1), check_int("d", d, 1)
     if d > p:
         raise ValueError(f"need p >= d for a column-orthonormal dictionary; got p = {p}, d = {d}.")
-    G = randn(*_batch_shape(batch), p, d, generator=generator)
-    Q, R = torch.linalg.qr(G)
-    signs = torch.sign(torch.diagonal(R, dim1=-2, dim2=-1))
-    return Q * torch.where(signs == 0, torch.ones_like(signs), signs).unsqueeze(-2)
+    return linalg.haar_orthonormal(p, d, generator=generator, batch=_batch_shape(batch))
 
 
 def sparse_latents(n: int, d: int, *, sparsity: float, generator: torch.Generator, latent: str = "symmetric",
                    nonzero: bool = True, batch: int | None = None) -> torch.Tensor:
-    r"""Sparse latents :math:`z\in\mathbb R^d`, one per row.
+    r"""Sparse latents :math:`z\in\mathbb R^d`, one per row, with :math:`\beta = \Pr(z_i\neq0)` = ``sparsity``.
 
     * ``"symmetric"`` (Sec. 4.2, Assumption 1): :math:`z_i\in\{0,\pm1\}` i.i.d. with
-      :math:`\Pr(z_i = 1) = \Pr(z_i=-1) = \beta/2`, where ``sparsity`` is the paper's "Pr(sparse)" :math:`\beta`;
+      :math:`\Pr(z_i = 1) = \Pr(z_i=-1) = \beta/2` (the paper's :math:`\kappa/2` and :math:`p_z`);
     * ``"binary"`` (Sec. 4.1): :math:`z_i\in\{0,1\}` i.i.d. with :math:`\Pr(z_i = 1)=\beta`;
-    * ``"one_hot"`` (Theorem 1): :math:`z = e_j` with :math:`j` uniform on :math:`[d]` (``sparsity`` is ignored).
+    * ``"one_hot"`` (Theorem 1): :math:`z = e_j` with :math:`j` uniform on :math:`[d]` (``sparsity`` is not used).
 
     With ``nonzero=True`` an all-zero row is redrawn until it has a non-zero entry (the footnote of Sec. 4.2),
     i.e. the law is conditioned on :math:`z\neq0`.
+
+    Parameters
+    ----------
+    n, d : int
+        Samples and atoms, both ``>= 1``.
+    sparsity : float
+        :math:`\beta\in[0, 1]` (``> 0`` with ``nonzero=True``).
+    generator : torch.Generator
+    latent : {"symmetric", "binary", "one_hot"}
+    nonzero : bool
+    batch : int, optional
 
     Returns
     -------
@@ -89,13 +108,14 @@ def sparse_latents(n: int, d: int, *, sparsity: float, generator: torch.Generato
     """
     n, d = check_int("n", n, 1), check_int("d", d, 1)
     check_choice("latent", latent, LATENTS)
+    beta = check_in_range("sparsity", sparsity, 0.0, 1.0)
     shape = (*_batch_shape(batch), n, d)
     if latent == "one_hot":
         j = randint(0, d, shape[:-1], generator=generator)
-        return torch.nn.functional.one_hot(j, d).to(to_device(0.0).dtype)
-    beta = check_in_range("sparsity", sparsity, 0.0, 1.0)
-    if nonzero and beta == 0:
-        raise ValueError("sparsity = 0 gives only z = 0, which nonzero=True excludes; use sparsity > 0.")
+        return torch.nn.functional.one_hot(j, d).to(defaults()[1])
+    if nonzero and 1.0 - (1.0 - beta) ** d < 1e-6:
+        raise ValueError(f"sparsity = {beta} makes z = 0 almost sure at d = {d} (Pr(z != 0) < 1e-6), which nonzero=True "
+                         "excludes; use a larger sparsity.")
 
     def draw(size):
         u = rand(*size, generator=generator)
@@ -105,7 +125,7 @@ def sparse_latents(n: int, d: int, *, sparsity: float, generator: torch.Generato
 
     z = draw(shape)
     if nonzero:
-        for _ in range(10_000):
+        while True:
             empty = (z == 0).all(dim=-1)
             k = int(empty.sum())
             if k == 0:
@@ -133,7 +153,7 @@ def sample(n: int, *, p: int, d: int, sparsity: float, noise: float, generator: 
     Parameters
     ----------
     n, p, d : int
-        Samples, input dimension, atoms.
+        Samples, input dimension, atoms (``p >= d >= 1``).
     sparsity : float
         :math:`\beta` of :func:`sparse_latents`.
     noise : float
@@ -143,7 +163,8 @@ def sample(n: int, *, p: int, d: int, sparsity: float, noise: float, generator: 
     latent : str
         ``"symmetric"``, ``"binary"`` or ``"one_hot"``.
     M : torch.Tensor, optional
-        A dictionary ``[p, d]`` (or ``[batch, p, d]``) to use instead of a fresh one.
+        A dictionary ``[p, d]`` (or ``[batch, p, d]``) to use instead of a fresh one; moved to the device and dtype
+        of :func:`clbook.setup`.
     batch : int, optional
         Independent data sets, one per seed, stacked on a leading axis.
 
@@ -156,7 +177,8 @@ def sample(n: int, *, p: int, d: int, sparsity: float, noise: float, generator: 
     if M is None:
         M = dictionary(p, d, generator=generator, batch=batch)
     else:
-        M = check_tensor("M", to_device(M))
+        device, dtype = defaults()
+        M = as_tensor("M", M, device=device, dtype=dtype)
         if M.shape[-2:] != (p, d) or M.ndim != 2 + len(_batch_shape(batch)):
             raise ValueError(f"M must have shape {[*_batch_shape(batch), p, d]}; got {list(M.shape)}.")
     Z = sparse_latents(n, d, sparsity=sparsity, generator=generator, latent=latent, batch=batch)
@@ -170,34 +192,73 @@ def latent_second_moment(d: int, *, sparsity: float, latent: str = "symmetric", 
     r"""The exact :math:`\mathbb E[zz^\top]` of :func:`sparse_latents` (``[d, d]``).
 
     For ``"symmetric"`` the signs make the off-diagonal vanish and
-    :math:`\mathbb E[zz^\top] = \beta I/(1-(1-\beta)^d)` when conditioned on :math:`z\neq0` (:math:`\beta I` without).
+    :math:`\mathbb E[zz^\top] = \beta I/(1-(1-\beta)^d)` when conditioned on :math:`z\neq0` (:math:`\beta I` without;
+    the paper's :math:`2p_zI` in the proof of Thm 2 and :math:`\kappa I` in Assumption 1).
     For ``"binary"``: :math:`(\beta(1-\beta) I + \beta^2\mathbf 1\mathbf 1^\top)/q` with
     :math:`q = 1-(1-\beta)^d` (or 1). For ``"one_hot"``: :math:`I/d`.
     """
     d = check_int("d", d, 1)
     check_choice("latent", latent, LATENTS)
-    eye = to_device(torch.eye(d))
+    beta = check_in_range("sparsity", sparsity, 0.0, 1.0)
+    device, dtype = defaults()
+    eye = torch.eye(d, device=device, dtype=dtype)
     if latent == "one_hot":
         return eye / d
-    beta = check_in_range("sparsity", sparsity, 0.0, 1.0)
     q = 1.0 - (1.0 - beta) ** d if nonzero else 1.0
     if nonzero and q == 0:
-        raise ValueError("sparsity = 0 with nonzero=True has no valid latent.")
+        raise ValueError("sparsity = 0 with nonzero=True has no valid latent; use sparsity > 0 or nonzero=False.")
     if latent == "symmetric":
         return beta * eye / q
     return (beta * (1 - beta) * eye + beta**2 * torch.ones_like(eye)) / q
 
 
+def second_moment(M: torch.Tensor, *, sparsity: float, noise: float, latent: str = "symmetric",
+                  nonzero: bool = True) -> torch.Tensor:
+    r"""The input second moment of Eq. 1, :math:`\Sigma = \mathbb E[xx^\top] = M\,\mathbb E[zz^\top]M^\top + \sigma_0^2 I_p`.
+
+    :math:`\mathbb E[zz^\top]` is :func:`latent_second_moment`. For the symmetric latent without the
+    :math:`z\neq0` conditioning this is the paper's :math:`2p_zMM^\top + \sigma_0^2I_p` (App. C.1) with
+    :math:`2p_z = \beta`. Computed on the device and in the dtype of ``M``.
+
+    Parameters
+    ----------
+    M : torch.Tensor, shape=[..., p, d]
+        A dictionary (a tensor, array or nested list; integers are converted on purpose).
+    sparsity, noise : float
+        :math:`\beta\in[0,1]` and :math:`\sigma_0\ge0`.
+
+    Returns
+    -------
+    torch.Tensor, shape=[..., p, p]
+    """
+    M = as_tensor("M", M, min_ndim=2)
+    sigma = check_nonnegative("noise", noise)
+    moment = latent_second_moment(M.shape[-1], sparsity=sparsity, latent=latent, nonzero=nonzero).to(M)
+    eye = torch.eye(M.shape[-2], device=M.device, dtype=M.dtype)
+    return M @ moment @ M.transpose(-1, -2) + sigma**2 * eye
+
+
 def noise_std(d: int, *, reading: str = "code") -> float:
-    r"""The noise standard deviation :math:`\sigma_0` under the paper's three incompatible statements.
+    r"""The noise standard deviation :math:`\sigma_0` under the paper's three readings.
 
     * ``"sec4.1"``: :math:`\sigma_0 = \log d / d` (Sec. 4.1, ":math:`\sigma_0=\Theta(\log d/d)`");
-    * ``"sec4.2"``: :math:`\sigma_0 = \sqrt{\log d/d}` (Sec. 4.2, ":math:`\mathcal N(0,\log d/d)`" read as a variance);
+    * ``"sec4.2"``: :math:`\sigma_0 = \sqrt{\log d/d}` (Sec. 4.2, ":math:`\mathcal N(0,\log d/d)`" read as a variance,
+      the convention of Eq. 1);
     * ``"code"``: :math:`\sigma_0 = \sqrt{\log d}/d` (the authors' ``gen_epsilon``).
+
+    ``d >= 2`` (at ``d = 1`` every reading is 0).
     """
     d = check_int("d", d, 2)
     check_choice("reading", reading, ("sec4.1", "sec4.2", "code"))
     return {"sec4.1": math.log(d) / d, "sec4.2": math.sqrt(math.log(d) / d), "code": math.sqrt(math.log(d)) / d}[reading]
+
+
+def _shape(shape) -> tuple[int, ...]:
+    try:
+        shape = tuple(shape)
+    except TypeError as exc:
+        raise TypeError(f"shape must be a sequence of integers; got {shape!r}.") from exc
+    return tuple(check_int(f"shape[{k}]", s, 1) for k, s in enumerate(shape))
 
 
 def masks(shape, *, keep: float, generator: torch.Generator, scheme: str = "independent") -> tuple[torch.Tensor, torch.Tensor]:
@@ -208,23 +269,42 @@ def masks(shape, *, keep: float, generator: torch.Generator, scheme: str = "inde
     * ``"dependent"`` (Eq. 2): one :math:`D` with Bernoulli(:math:`\alpha`) entries; returns
       :math:`(2\,\mathrm{diag} D,\ 2(1-\mathrm{diag} D))`, so that :math:`a_1 + a_2 = 2x`.
 
-    ``keep`` is :math:`\alpha`, the probability that a coordinate is *kept*; the paper's and the code's
-    "masking probability" is :math:`1-\alpha`.
+    ``shape`` is a sequence of integers ``>= 1``; ``keep`` is :math:`\alpha\in[0, 1]`, the probability that a
+    coordinate is *kept*.
     """
+    shape = _shape(shape)
     alpha = check_in_range("keep", keep, 0.0, 1.0)
     check_choice("scheme", scheme, SCHEMES)
-    shape = tuple(shape)
     if scheme == "independent":
         u = rand(2, *shape, generator=generator)
         return (u[0] < alpha).to(u.dtype), (u[1] < alpha).to(u.dtype)
-    D = (rand(*shape, generator=generator) < alpha).to(to_device(0.0).dtype)
+    u = rand(*shape, generator=generator)
+    D = (u < alpha).to(u.dtype)
     return 2 * D, 2 * (1 - D)
 
 
+def mask_moment(p: int, *, keep: float, scheme: str = "independent") -> torch.Tensor:
+    r""":math:`K_{kl} = \mathbb E[(D_1)_{kk}(D_2)_{ll}]` for the mask multipliers of :func:`masks` (``[p, p]``).
+
+    Independent (Eq. 3): :math:`K = \alpha^2\mathbf 1\mathbf 1^\top`. Dependent (Eq. 2):
+    :math:`K_{kl} = 4\alpha(1-\alpha)` for :math:`k\ne l` and :math:`0` on the diagonal (a coordinate is never in
+    both views). Used by the population value of Eq. 12 (:func:`clbook.dynamics.dual.linear_population`).
+    """
+    p = check_int("p", p, 1)
+    alpha = check_in_range("keep", keep, 0.0, 1.0)
+    check_choice("scheme", scheme, SCHEMES)
+    device, dtype = defaults()
+    ones = torch.ones(p, p, device=device, dtype=dtype)
+    if scheme == "independent":
+        return alpha**2 * ones
+    return 4 * alpha * (1 - alpha) * (ones - torch.eye(p, device=device, dtype=dtype))
+
+
 def views(X: torch.Tensor, *, keep: float, generator: torch.Generator, scheme: str = "independent") -> tuple[torch.Tensor, torch.Tensor]:
-    r"""Two masked views of each row of ``X`` (``[..., n, p]``): Eq. 3 or Eq. 2, fresh masks per sample."""
-    X = check_tensor("X", X)
-    if X.ndim < 2:
-        raise ValueError(f"X must have shape [..., n, p]; got {list(X.shape)}.")
+    r"""Two masked views of each row of ``X`` (``[..., n, p]``, at least two axes): Eq. 3 or Eq. 2, fresh masks per
+    sample. The masks are drawn in the dtype of :func:`clbook.setup` and moved to ``X``."""
+    X = as_tensor("X", X, min_ndim=2)
+    if X.numel() == 0:
+        raise ValueError(f"X must hold at least one sample; got shape {list(X.shape)}.")
     d1, d2 = masks(X.shape, keep=keep, generator=generator, scheme=scheme)
-    return d1 * X, d2 * X
+    return d1.to(X) * X, d2.to(X) * X

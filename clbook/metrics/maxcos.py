@@ -7,7 +7,8 @@ For encoder weights :math:`W\in\mathbb R^{m\times p}` (neurons are rows) and a d
 
 The paper reports the maximum, the median and the minimum of :math:`\mathrm{mc}_j` over atoms ("Maximum",
 "Medium" [sic], "Minimum max-cosine"). A random encoder already scores well above zero, so every learned
-value should be read next to :func:`chance_level`. Used in Chapters 14-17.
+value should be read next to :func:`chance_level`. The one max-cosine of the book: Chapter 16 reads the metric of a
+matrix of coordinates :math:`A = WM` inside :math:`\mathrm{span}(M)` as ``max_cosines(A, I_d)``. Used in Chapters 14-17.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import numpy as np
 import torch
 from scipy import integrate, special
 
-from .._validate import check_int, check_tensor
+from .._validate import check_int, check_same, check_tensor
 from ..config import generator as make_generator
 from ..config import randn
 
@@ -32,9 +33,11 @@ def max_cosines(W: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
     Parameters
     ----------
     W : torch.Tensor, shape=[..., m, p]
-        Encoder weights, one neuron per row; leading axes (e.g. seeds) broadcast against ``M``.
+        Encoder weights, one neuron per row (finite, floating point); leading axes (e.g. seeds) broadcast against
+        ``M``. A zero row counts as cosine 0.
     M : torch.Tensor, shape=[..., p, d]
-        Dictionary, one atom per column.
+        Dictionary, one atom per column, in the dtype and on the device of ``W`` (mixed dtypes are rejected: convert
+        one with ``.to(other)``).
 
     Returns
     -------
@@ -44,6 +47,9 @@ def max_cosines(W: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
     M = check_tensor("M", M)
     if W.ndim < 2 or M.ndim < 2 or W.shape[-1] != M.shape[-2]:
         raise ValueError(f"W must be [..., m, p] and M [..., p, d] with the same p; got {list(W.shape)} and {list(M.shape)}.")
+    if W.shape[-2] == 0 or M.shape[-1] == 0 or W.shape[-1] == 0:
+        raise ValueError(f"W needs m >= 1 neurons and M p >= 1 rows and d >= 1 atoms; got W {list(W.shape)}, M {list(M.shape)}.")
+    check_same(("W", "M"), W, M)
     Wn = W / W.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(W.dtype).tiny)
     Mn = M / M.norm(dim=-2, keepdim=True).clamp_min(torch.finfo(M.dtype).tiny)
     return (Wn @ Mn).abs().amax(dim=-2)

@@ -1,205 +1,218 @@
 """Tests of clbook.dynamics.dual (Chapter 16: Pokle et al. Thm 2, Cor 1, Thm 3, Lemma 1)."""
 import itertools
+import math
 
-import matplotlib
-import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import clbook
+from clbook import linalg
+from clbook.data import sparse_coding as sc
 from clbook.dynamics import dual
-
-matplotlib.use("Agg")
+from clbook.dynamics.landscape import srelu
+from clbook.metrics import maxcos
 
 
 def _setup(seed=0, p=8, d=3, m=5):
-    rng = np.random.default_rng(seed)
-    M, _ = np.linalg.qr(rng.standard_normal((p, d)))
-    Sigma = dual.data_covariance(M, p_z=0.2, sigma0=0.1)
-    Wo0, Wt0 = rng.standard_normal((2, m, p))
+    gen = clbook.generator(seed)
+    M = sc.dictionary(p, d, generator=gen)
+    Sigma = sc.second_moment(M, sparsity=0.4, noise=0.1, nonzero=False)
+    Wo0, Wt0 = clbook.randn(m, p, generator=gen), clbook.randn(m, p, generator=gen)
     return M, Sigma, Wo0, Wt0
 
 
 def test_covariance_maps_span_to_itself():
     M, Sigma, *_ = _setup()
-    np.testing.assert_allclose(Sigma @ M, (2 * 0.2 + 0.01) * M, atol=1e-14)
+    torch.testing.assert_close(Sigma @ M, (0.4 + 0.01) * M, atol=1e-14, rtol=0)
 
 
 def test_coefficients_against_double_loop():
-    rng = np.random.default_rng(1)
+    gen = clbook.generator(1)
     T = 7
-    c, lam = rng.uniform(0.01, 0.2, T), rng.uniform(0.5, 1.0, T)
+    c, lam = 0.01 + 0.19 * clbook.rand(T, generator=gen), 0.5 + 0.5 * clbook.rand(T, generator=gen)
     C1, C2 = dual.closed_form_coefficients(c, lam)
     paper = dual.paper_c2(c, lam)
     for t in range(T + 1):
-        loop = sum(c[j] * np.prod(lam[:j] + c[:j]) * np.prod(lam[j + 1:t] - c[j + 1:t]) for j in range(t))
-        loop_paper = sum(c[j] * np.prod(lam[:j] + c[:j]) * np.prod(lam[j:t] - c[j:t]) for j in range(t))
-        assert C2[t] == pytest.approx(loop, abs=1e-14)
-        assert paper[t] == pytest.approx(loop_paper, abs=1e-14)
-        assert C1[t] == pytest.approx(np.prod(lam[:t] - c[:t]), abs=1e-15)
+        loop = sum(float(c[j] * torch.prod(lam[:j] + c[:j]) * torch.prod(lam[j + 1:t] - c[j + 1:t])) for j in range(t))
+        loop_paper = sum(float(c[j] * torch.prod(lam[:j] + c[:j]) * torch.prod(lam[j:t] - c[j:t])) for j in range(t))
+        assert float(C2[t]) == pytest.approx(loop, abs=1e-14)
+        assert float(paper[t]) == pytest.approx(loop_paper, abs=1e-14)
+        assert float(C1[t]) == pytest.approx(float(torch.prod(lam[:t] - c[:t])), abs=1e-15)
 
 
 def test_gd_matches_closed_forms_with_schedule():
     M, Sigma, Wo0, Wt0 = _setup()
-    T, alpha = 30, 0.6
-    rng = np.random.default_rng(2)
-    eta, lam = rng.uniform(0.01, 0.1, T), rng.uniform(0.8, 1.0, T)
-    run = dual.linear_gd(Wo0, Wt0, Sigma, alpha=alpha, eta=eta, lam=lam, steps=T)
-    c = 2 * eta * alpha ** 2 * (2 * 0.2 + 0.01)
+    T, keep = 30, 0.6
+    gen = clbook.generator(2)
+    eta, lam = 0.01 + 0.09 * clbook.rand(T, generator=gen), 0.8 + 0.2 * clbook.rand(T, generator=gen)
+    run = dual.linear_gd(Wo0, Wt0, Sigma, keep=keep, eta=eta, lam=lam, steps=T)
+    c = 2 * eta * keep**2 * (0.4 + 0.01)
     C1, C2 = dual.closed_form_coefficients(c, lam)
     for t in (0, 1, 13, T):
-        np.testing.assert_allclose(run.Wo[t] @ M, C1[t] * Wo0 @ M + C2[t] * (Wo0 + Wt0) @ M, atol=1e-12)
-        np.testing.assert_allclose(run.Wt[t] @ M, C1[t] * Wt0 @ M + C2[t] * (Wo0 + Wt0) @ M, atol=1e-12)
-    Wo, Wt = dual.linear_closed_form(Wo0, Wt0, Sigma, alpha=alpha, eta=eta, lam=lam, steps=T)
-    np.testing.assert_allclose(Wo, run.Wo[-1], atol=1e-12)
-    np.testing.assert_allclose(Wt, run.Wt[-1], atol=1e-12)
-    last = dual.linear_gd(Wo0, Wt0, Sigma, alpha=alpha, eta=eta, lam=lam, steps=T, trajectory=False)
+        torch.testing.assert_close(run.Wo[t] @ M, C1[t] * Wo0 @ M + C2[t] * (Wo0 + Wt0) @ M, atol=1e-12, rtol=0)
+        torch.testing.assert_close(run.Wt[t] @ M, C1[t] * Wt0 @ M + C2[t] * (Wo0 + Wt0) @ M, atol=1e-12, rtol=0)
+    Wo, Wt = dual.linear_closed_form(Wo0, Wt0, Sigma, keep=keep, eta=eta, lam=lam, steps=T)
+    torch.testing.assert_close(Wo, run.Wo[-1], atol=1e-12, rtol=0)
+    torch.testing.assert_close(Wt, run.Wt[-1], atol=1e-12, rtol=0)
+    last = dual.linear_gd(Wo0, Wt0, Sigma, keep=keep, eta=eta, lam=lam, steps=T, trajectory=False)
     assert last.Wo.shape[0] == 2
-    np.testing.assert_array_equal(last.Wo[-1], run.Wo[-1])
+    torch.testing.assert_close(last.Wo[-1], run.Wo[-1], rtol=0, atol=0)
     assert dual.span_residual(run.Wo[-1], M, Wo0, Wt0) < 1e-13
 
 
-def test_gradient_is_the_population_gradient():
+def test_dependent_masks_leave_the_span():
+    M, Sigma, Wo0, Wt0 = _setup(p=10, d=3)
+    run = dual.linear_gd(Wo0, Wt0, Sigma, keep=0.5, eta=0.05, lam=1.0, steps=200, scheme="dependent", trajectory=False)
+    assert dual.span_residual(run.Wo[-1], M, Wo0, Wt0) > 1e-3
+
+
+@pytest.mark.parametrize("scheme", ["independent", "dependent"])
+def test_gradient_is_the_population_gradient(scheme):
     """Eq. 12 by brute-force enumeration of masks for a fixed finite data set (small p)."""
-    rng = np.random.default_rng(3)
-    p, m, alpha = 3, 2, 0.7
-    X = rng.standard_normal((4, p))
-    Wo, Wt = rng.standard_normal((2, m, p))
-    masks = list(itertools.product((0.0, 1.0), repeat=p))
-    prob = lambda D: np.prod([alpha if x else 1 - alpha for x in D])  # noqa: E731
-    grad = np.zeros((m, p))
+    gen = clbook.generator(3)
+    p, m, keep = 3, 2, 0.7
+    X = clbook.randn(4, p, generator=gen)
+    Wo, Wt = clbook.randn(m, p, generator=gen), clbook.randn(m, p, generator=gen)
+    bits = list(itertools.product((0.0, 1.0), repeat=p))
+    prob = lambda D: math.prod(keep if x else 1 - keep for x in D)  # noqa: E731
+    grad = torch.zeros(m, p, dtype=torch.float64)
     for x in X:
-        for D1 in masks:
-            for D2 in masks:
-                grad += -2 * prob(D1) * prob(D2) * np.outer(Wt @ (np.array(D2) * x), np.array(D1) * x) / len(X)
+        if scheme == "independent":
+            pairs = [(torch.tensor(D1), torch.tensor(D2), prob(D1) * prob(D2)) for D1 in bits for D2 in bits]
+        else:
+            pairs = [(2 * torch.tensor(D), 2 * (1 - torch.tensor(D)), prob(D)) for D in bits]
+        for D1, D2, pr in pairs:
+            grad += -2 * pr * torch.outer(Wt @ (D2 * x), D1 * x) / len(X)
     Sigma = X.T @ X / len(X)
-    np.testing.assert_allclose(dual.linear_gradients(Wo, Wt, Sigma, alpha=alpha)[0], grad, atol=1e-12)
+    torch.testing.assert_close(dual.linear_gradients(Wo, Wt, Sigma, keep=keep, scheme=scheme)[0], grad, atol=1e-12, rtol=0)
 
 
 def test_flow_and_its_closed_form():
     M, Sigma, Wo0, Wt0 = _setup(p=6, d=2, m=3)
-    fo, ft = dual.linear_flow(Wo0, Wt0, Sigma, alpha=0.5, decay=0.2, t_eval=[0.0, 1.0, 3.0])
-    co, ct = dual.linear_flow_closed_form(Wo0, Wt0, Sigma, alpha=0.5, decay=0.2, t=3.0)
-    np.testing.assert_allclose(fo[-1], co, atol=1e-9)
-    np.testing.assert_allclose(ft[-1], ct, atol=1e-9)
-    np.testing.assert_allclose(fo[0], Wo0)
+    fo, ft = dual.linear_flow(Wo0, Wt0, Sigma, keep=0.5, decay=0.2, t_eval=[0.0, 1.0, 3.0])
+    co, ct = dual.linear_flow_closed_form(Wo0, Wt0, Sigma, keep=0.5, decay=0.2, t=3.0)
+    torch.testing.assert_close(fo[-1], co, atol=1e-9, rtol=0)
+    torch.testing.assert_close(ft[-1], ct, atol=1e-9, rtol=0)
+    torch.testing.assert_close(fo[0], Wo0)
+    assert fo.device == Wo0.device and fo.dtype == Wo0.dtype
 
 
-def test_max_cosine():
-    M = np.linalg.qr(np.random.default_rng(4).standard_normal((6, 3)))[0]
-    np.testing.assert_allclose(dual.max_cosine(M.T, M), 1.0, atol=1e-14)
-    A = np.random.default_rng(5).standard_normal((4, 3))
-    W = A @ M.T + np.random.default_rng(6).standard_normal((4, 6)) @ (np.eye(6) - M @ M.T)
-    assert np.all(dual.max_cosine(W, M) <= dual.max_cosine(A, None, in_span=True) + 1e-14)
-    sup = dual.span_metric_sup(A, A[::-1].copy())
-    assert sup.shape == (3,) and np.all(sup <= 1 + 1e-14)
-
-
-def test_srelu():
-    np.testing.assert_allclose(dual.srelu([-2.0, -0.5, 0.0, 0.3, 1.5], 0.5), [-1.5, 0.0, 0.0, 0.0, 1.0])
+def test_span_metric_sup_bounds_the_trained_metric():
+    gen = clbook.generator(4)
+    M = sc.dictionary(6, 3, generator=gen)
+    A = clbook.randn(4, 3, generator=gen)
+    W = A @ M.T + clbook.randn(4, 6, generator=gen) @ (torch.eye(6) - M @ M.T)
+    mc_W = maxcos.max_cosine_summary(W, M)
+    sup = dual.span_metric_sup(A, A.flip(0), extra_angles=[0.0])
+    assert sup.shape == (3,) and bool((sup <= 1 + 1e-14).all())
+    assert float(mc_W.minimum) <= float(sup[2]) + 1e-14 and float(mc_W.maximum) <= float(sup[0]) + 1e-14
 
 
 def test_enumerations():
-    Z, pz = dual.enumerate_latents(3, kappa=0.4)
-    D, pd = dual.enumerate_masks(3, alpha=0.3)
+    Z, pz = dual.enumerate_latents(3, sparsity=0.4)
+    D, pd = dual.enumerate_masks(3, keep=0.3)
     assert Z.shape == (27, 3) and D.shape == (8, 3)
-    assert pz.sum() == pytest.approx(1.0) and pd.sum() == pytest.approx(1.0)
-    np.testing.assert_allclose(Z.T @ (pz[:, None] * Z), 0.4 * np.eye(3), atol=1e-15)
-    np.testing.assert_allclose(pd @ D, 0.3, atol=1e-15)
+    assert float(pz.sum()) == pytest.approx(1.0) and float(pd.sum()) == pytest.approx(1.0)
+    torch.testing.assert_close(Z.T @ (pz[:, None] * Z), 0.4 * torch.eye(3), atol=1e-15, rtol=0)
+    torch.testing.assert_close(pd @ D, torch.full((3,), 0.3), atol=1e-15, rtol=0)
 
 
-def _loop_loss(Wo, Wt, b, alpha, kappa):
+def _loop_loss(Wo, Wt, b, keep, beta):
     d = Wo.shape[0]
     total = 0.0
-    for z in itertools.product((-1, 0, 1), repeat=d):
-        pz = np.prod([kappa / 2 if v else 1 - kappa for v in z])
-        for D1 in itertools.product((0, 1), repeat=d):
-            for D2 in itertools.product((0, 1), repeat=d):
-                pr = pz * np.prod([alpha if v else 1 - alpha for v in D1 + D2])
-                a1, a2 = np.array(D1) * np.array(z), np.array(D2) * np.array(z)
-                total += pr * dual.srelu(Wo @ a1, b) @ dual.srelu(Wt @ a2, b)
+    for z in itertools.product((-1.0, 0.0, 1.0), repeat=d):
+        pz = math.prod(beta / 2 if v else 1 - beta for v in z)
+        for D1 in itertools.product((0.0, 1.0), repeat=d):
+            for D2 in itertools.product((0.0, 1.0), repeat=d):
+                pr = pz * math.prod(keep if v else 1 - keep for v in D1 + D2)
+                a1, a2 = torch.tensor(D1) * torch.tensor(z), torch.tensor(D2) * torch.tensor(z)
+                total += pr * float(srelu(Wo @ a1, b) @ srelu(Wt @ a2, b))
     return 2 - 2 * total
 
 
-def test_population_loss_against_triple_loop_and_gradient_against_differences():
-    rng = np.random.default_rng(7)
-    Wo, Wt = rng.standard_normal((2, 3, 3)) * 0.5 + np.eye(3)
-    loss = dual.population_loss(Wo, Wt, 0.2, 0.2, alpha=0.6, kappa=0.5)
+def test_population_loss_against_triple_loop_and_gradient_against_autograd():
+    gen = clbook.generator(7)
+    Wo, Wt = 0.5 * clbook.randn(3, 3, generator=gen) + torch.eye(3), 0.5 * clbook.randn(3, 3, generator=gen) + torch.eye(3)
+    loss = dual.population_loss(Wo, Wt, 0.2, 0.2, keep=0.6, sparsity=0.5)
     assert loss == pytest.approx(_loop_loss(Wo, Wt, 0.2, 0.6, 0.5), abs=1e-13)
-    g = dual.population_gradient(Wo, Wt, 0.2, 0.2, alpha=0.6, kappa=0.5)
-    h, fd = 1e-6, np.zeros((3, 3))
+    g = dual.population_gradient(Wo, Wt, 0.2, 0.2, keep=0.6, sparsity=0.5)
+    h, fd = 1e-6, torch.zeros(3, 3, dtype=torch.float64)
     for i in range(3):
         for j in range(3):
-            E = np.zeros((3, 3))
+            E = torch.zeros(3, 3, dtype=torch.float64)
             E[i, j] = h
-            fd[i, j] = (dual.population_loss(Wo + E, Wt, 0.2, 0.2, alpha=0.6, kappa=0.5)
-                        - dual.population_loss(Wo - E, Wt, 0.2, 0.2, alpha=0.6, kappa=0.5)) / (2 * h)
-    np.testing.assert_allclose(g, fd, atol=1e-7)
+            fd[i, j] = (dual.population_loss(Wo + E, Wt, 0.2, 0.2, keep=0.6, sparsity=0.5)
+                        - dual.population_loss(Wo - E, Wt, 0.2, 0.2, keep=0.6, sparsity=0.5)) / (2 * h)
+    torch.testing.assert_close(g, fd, atol=1e-7, rtol=0)
 
 
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 10_000), st.floats(0.1, 1.0), st.floats(0.1, 1.0), st.floats(0.1, 0.6), st.floats(0.0, 0.02))
-def test_regime_loss_is_exact_in_the_regime(seed, alpha, kappa, b, delta):
-    rng = np.random.default_rng(seed)
-    off = 1 - np.eye(3)
-    Wo = dual.rownorm(np.eye(3) + delta * rng.uniform(-1, 1, (3, 3)) * off)
-    Wt = dual.rownorm(np.eye(3) + delta * rng.uniform(-1, 1, (3, 3)) * off)
+def test_regime_loss_is_exact_in_the_regime(seed, keep, beta, b, delta):
+    gen = clbook.generator(seed)
+    off = 1 - torch.eye(3)
+    Wo = linalg.unit_rows(torch.eye(3) + delta * (2 * clbook.rand(3, 3, generator=gen) - 1) * off)
+    Wt = linalg.unit_rows(torch.eye(3) + delta * (2 * clbook.rand(3, 3, generator=gen) - 1) * off)
     assert dual.regime_holds(Wo, b) and dual.regime_holds(Wt, b)
-    exact = dual.population_loss(Wo, Wt, b, b, alpha=alpha, kappa=kappa)
-    assert exact == pytest.approx(dual.regime_loss(Wo, Wt, b, b, alpha=alpha, kappa=kappa), abs=1e-13)
-    W_star, _ = dual.half_round_ratio(Wt, b, alpha=alpha, kappa=kappa, eta=2 / (alpha**2 * kappa), inner_steps=40)
-    np.testing.assert_allclose(W_star, dual.fixed_point(Wt, b, alpha=alpha, kappa=kappa), atol=1e-10)
+    exact = dual.population_loss(Wo, Wt, b, b, keep=keep, sparsity=beta)
+    assert exact == pytest.approx(dual.regime_loss(Wo, Wt, b, b, keep=keep, sparsity=beta), abs=1e-13)
+    W_star, _ = dual.half_round_ratio(Wt, b, keep=keep, sparsity=beta, eta=2 / (keep**2 * beta), inner_steps=40)
+    torch.testing.assert_close(W_star, dual.fixed_point(Wt, b, keep=keep, sparsity=beta), atol=1e-10, rtol=0)
 
 
 def test_alternating_converges_below_and_grows_above_the_boundary():
-    rng = np.random.default_rng(8)
-    off = 1 - np.eye(3)
-    W0 = np.eye(3) + 0.02 * rng.uniform(-1, 1, (3, 3)) * off
-    W1 = np.eye(3) + 0.02 * rng.uniform(-1, 1, (3, 3)) * off
-    down = dual.alternating(W0, W1, 0.3, alpha=0.8, kappa=0.5, rounds=3, inner_steps=40)
-    assert down.offdiag[-1] < 0.03 * down.offdiag[0] and down.regime.all()
-    up = dual.alternating(W0, W1, 0.3, alpha=1.0, kappa=0.95, rounds=2, inner_steps=40)
+    gen = clbook.generator(8)
+    off = 1 - torch.eye(3)
+    W0 = torch.eye(3) + 0.02 * (2 * clbook.rand(3, 3, generator=gen) - 1) * off
+    W1 = torch.eye(3) + 0.02 * (2 * clbook.rand(3, 3, generator=gen) - 1) * off
+    down = dual.alternating(W0, W1, 0.3, keep=0.8, sparsity=0.5, rounds=3, inner_steps=40)
+    assert float(down.offdiag[-1]) < 0.03 * float(down.offdiag[0]) and bool(down.regime.all())
+    up = dual.alternating(W0, W1, 0.3, keep=1.0, sparsity=0.95, rounds=2, inner_steps=40)
     ratios = up.offdiag[1:] / up.offdiag[:-1]
-    assert np.all(ratios > 1.3)
+    assert bool((ratios > 1.3).all())
+
+
+def test_small_bias_gives_the_papers_factor():
+    """Under the paper's assumption b = o(1), the half-round factor is (1 + o(1)) alpha^2 beta."""
+    W = linalg.unit_rows(torch.eye(3) + 0.001 * torch.tensor([[0, 1, -1], [-1, 0, 1], [1, -1, 0.0]]))
+    for b in (0.02, 0.01):
+        _, ratio = dual.half_round_ratio(W, b, keep=0.8, sparsity=0.5, inner_steps=200)
+        assert ratio / 0.32 - 1 == pytest.approx(b / (1 - b), rel=0.02)
 
 
 @settings(max_examples=30, deadline=None)
 @given(st.integers(0, 10_000), st.floats(-2.0, 2.0), st.floats(0.05, 1.0))
 def test_lemma1_limit(seed, a, c):
-    rng = np.random.default_rng(seed)
-    v0 = rng.standard_normal(5)
-    g = np.r_[1.0, np.full(4, a)]
-    if abs(v0 @ g) < 1e-3:
+    v0 = clbook.randn(5, generator=clbook.generator(seed))
+    g = torch.cat([torch.ones(1, dtype=torch.float64), torch.full((4,), a, dtype=torch.float64)])
+    if abs(float(v0 @ g)) < 1e-3:
         return
-    v0 *= np.sign(v0 @ g)
-    traj = dual.lemma1_iterate(v0, a, np.full(400, c))
-    np.testing.assert_allclose(traj[-1], dual.lemma1_limit(a, 5), atol=1e-8)
+    v0 = v0 * torch.sign(v0 @ g)
+    traj = dual.lemma1_iterate(v0, a, [c] * 400)
+    torch.testing.assert_close(traj[-1], dual.lemma1_limit(a, 5), atol=1e-8, rtol=0)
     e = traj[:, 1:] - a * traj[:, :1]
-    gamma = (1 + (g @ g) * c ** 2) ** -0.5
-    assert np.all(np.abs(e[1:]) <= gamma * np.abs(e[:-1]) + 1e-15)
-
-
-def test_phase_figure_returns_figure():
-    fig = dual.phase_figure(d=2, rounds=1)
-    assert hasattr(fig, "savefig")
+    gamma = (1 + float(g @ g) * c**2) ** -0.5
+    assert bool((e[1:].abs() <= gamma * e[:-1].abs() + 1e-15).all())
 
 
 @pytest.mark.parametrize("call", [
-    lambda: dual.data_covariance(np.eye(3), p_z=0.7),
-    lambda: dual.data_covariance(np.eye(3), p_z=0.1, sigma0=-1.0),
-    lambda: dual.linear_gradients(np.eye(2), np.eye(3), np.eye(2), alpha=0.5),
-    lambda: dual.linear_gd(np.eye(2), np.eye(2), np.eye(2), alpha=0.5, eta=[0.1, 0.2], lam=1.0, steps=3),
+    lambda: dual.linear_gradients(torch.eye(2), torch.eye(3), torch.eye(2), keep=0.5),
+    lambda: dual.linear_gradients(torch.eye(2), torch.eye(2), torch.eye(2), keep=1.5),
+    lambda: dual.linear_gd(torch.eye(2), torch.eye(2), torch.eye(2), keep=0.5, eta=[0.1, 0.2], lam=1.0, steps=3),
+    lambda: dual.linear_gd(torch.eye(2), torch.eye(2), torch.eye(2), keep=0.5, eta=-0.1, lam=1.0, steps=3),
     lambda: dual.closed_form_coefficients([0.1, 0.2], [1.0]),
-    lambda: dual.enumerate_latents(0, kappa=0.5),
-    lambda: dual.enumerate_masks(3, alpha=1.5),
-    lambda: dual.population_loss(np.ones((2, 3)), np.ones((2, 3)), 0.1, 0.1, alpha=0.5, kappa=0.5),
-    lambda: dual.population_loss(np.eye(2), np.eye(2), -0.1, 0.1, alpha=0.5, kappa=0.5),
+    lambda: dual.enumerate_latents(0, sparsity=0.5),
+    lambda: dual.enumerate_masks(3, keep=1.5),
+    lambda: dual.population_loss(torch.ones(2, 3), torch.ones(2, 3), 0.1, 0.1, keep=0.5, sparsity=0.5),
+    lambda: dual.population_loss(torch.eye(2), torch.eye(2), -0.1, 0.1, keep=0.5, sparsity=0.5),
     lambda: dual.lemma1_iterate([1.0], 0.3, [0.1]),
     lambda: dual.lemma1_iterate([1.0, 0.0], 0.3, [0.0]),
     lambda: dual.lemma1_limit(0.3),
-    lambda: dual.rownorm(np.zeros((2, 2))),
-    lambda: dual.phase_figure(d=7),
-    lambda: dual.alternating(np.eye(2), np.eye(2), 0.1, alpha=0.5, kappa=0.5, eta=0.0),
+    lambda: dual.alternating(torch.zeros(2, 2), torch.eye(2), 0.1, keep=0.5, sparsity=0.5),
+    lambda: dual.alternating(torch.eye(2), torch.eye(2), 0.1, keep=0.5, sparsity=0.5, eta=0.0),
+    lambda: dual.linear_flow(torch.eye(2), torch.eye(2), torch.eye(2), keep=0.5, t_eval=[1.0, 0.5]),
 ])
 def test_bad_inputs(call):
     with pytest.raises((ValueError, TypeError)):
@@ -208,4 +221,4 @@ def test_bad_inputs(call):
 
 def test_non_finite_rejected():
     with pytest.raises(ValueError, match="finite"):
-        dual.max_cosine(np.array([[np.nan, 1.0]]), np.eye(2))
+        dual.span_residual(torch.tensor([[float("nan"), 1.0]]), torch.eye(2), torch.eye(1, 2), torch.eye(1, 2))

@@ -1,4 +1,4 @@
-"""clbook.landscape: networks and losses of Pokle et al. (2022) and the closed forms of Theorem 1."""
+"""clbook.dynamics.landscape: the networks of Pokle et al. (2022), the theory losses and the closed forms of Theorem 1."""
 import math
 
 import pytest
@@ -7,14 +7,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import clbook
-from clbook import landscape as L
+from clbook import linalg
 from clbook.data import sparse_coding as sc
+from clbook.dynamics import dual
+from clbook.dynamics import landscape as L
 
 
 def test_srelu_piecewise_and_identity():
-    u = torch.linspace(-2, 2, 41)
+    u = torch.linspace(-2, 2, 41, dtype=torch.float64)
     b = 0.5
-    expected = torch.tensor([x - b if x > b else (x + b if x < -b else 0.0) for x in u.tolist()])
+    expected = torch.tensor([x - b if x > b else (x + b if x < -b else 0.0) for x in u.tolist()], dtype=torch.float64)
     torch.testing.assert_close(L.srelu(u, b), expected, rtol=0, atol=1e-15)
     torch.testing.assert_close(L.srelu(u, 0.0), u, rtol=0, atol=0)
     with pytest.raises(ValueError, match="threshold"):
@@ -24,7 +26,7 @@ def test_srelu_piecewise_and_identity():
 def test_encoder_predictor_shapes_and_values():
     gen = clbook.generator(0)
     W, A = clbook.randn(3, 4, 6, generator=gen), clbook.randn(3, 5, 6, generator=gen)
-    b = torch.rand(3, 4, generator=gen, dtype=torch.float64)
+    b = clbook.rand(3, 4, generator=gen)
     H = L.encode(W, A, bias=b, activation="relu")
     assert H.shape == (3, 5, 4)
     torch.testing.assert_close(H[1, 2], torch.relu(W[1] @ A[1, 2] + b[1]))
@@ -33,23 +35,16 @@ def test_encoder_predictor_shapes_and_values():
     torch.testing.assert_close(L.predict(Wp, H)[2, 1], Wp[2] @ H[2, 1])
 
 
-def test_batch_losses_against_loops():
+def test_cl_inner_against_loop_and_temperature_convention():
     gen = clbook.generator(1)
     u, v = clbook.randn(6, 4, generator=gen), clbook.randn(6, 4, generator=gen)
-    cos = [float(u[k] @ v[k] / (u[k].norm() * v[k].norm())) for k in range(6)]
-    assert float(L.ncl_l2(u, v)) == pytest.approx(sum(2 - 2 * c for c in cos) / 6, rel=1e-12)
-    tau = 0.7
+    tau = 0.7                                        # the paper's multiplier; the book's temperature is 1 / tau
     loop = 0.0
     for k in range(6):
         logits = [tau * float(u[k] @ v[j]) for j in range(6)]
         loop += -logits[k] + math.log(sum(math.exp(x) for x in logits))
-    assert float(L.cl_inner(u, v, tau=tau)) == pytest.approx(loop / 6, rel=1e-12)
-    H = torch.cat([u, v]) / torch.cat([u, v]).norm(dim=1, keepdim=True)
-    T, n, loop = 0.3, 6, 0.0
-    for k in range(2 * n):
-        others = [math.exp(float(H[k] @ H[j]) / T) for j in range(2 * n) if j != k]
-        loop += -float(H[k] @ H[(k + n) % (2 * n)]) / T + math.log(sum(others))
-    assert float(L.nt_xent(u, v, temperature=T)) == pytest.approx(loop / (2 * n), rel=1e-12)
+    assert float(L.cl_inner(u, v, temperature=1 / tau)) == pytest.approx(loop / 6, rel=1e-12)
+    assert float(L.cl_inner(u, v, temperature=tau)) != pytest.approx(loop / 6, rel=1e-3)
 
 
 def test_stop_gradient():
@@ -61,24 +56,38 @@ def test_stop_gradient():
 
 
 @pytest.mark.parametrize("scheme", ["independent", "dependent"])
-def test_linear_ncl_population_matches_monte_carlo(scheme):
+def test_linear_population_matches_monte_carlo(scheme):
     gen = clbook.generator(3)
-    data = sc.sample(200_000, p=5, d=3, sparsity=0.4, noise=0.3, generator=gen)
-    Wo, Wt = 0.5 * clbook.randn(4, 5, generator=gen), 0.5 * clbook.randn(4, 5, generator=gen)
+    data = sc.sample(200_000, p=5, d=3, sparsity=0.1, noise=0.3, generator=gen)
+    Wo = clbook.randn(4, 3, generator=gen) @ data.M.T
+    Wt = Wo + 0.3 * clbook.randn(4, 5, generator=gen)
     a1, a2 = sc.views(data.X, keep=0.6, generator=gen, scheme=scheme)
-    mc = L.ncl_inner(L.encode(Wo, a1, activation="linear"), L.encode(Wt, a2, activation="linear"))
-    exact = L.linear_ncl_population(Wo, Wt, M=data.M, second_moment=sc.latent_second_moment(3, sparsity=0.4), noise=0.3,
-                                    keep=0.6, scheme=scheme)
-    assert abs(float(mc - exact)) < 0.02
+    per = (L.encode(Wo, a1, activation="linear") * L.encode(Wt, a2, activation="linear")).sum(-1)
+    mc, se = float(2 - 2 * per.mean()), float(2 * per.std() / math.sqrt(len(per)))
+    Sigma = sc.second_moment(data.M, sparsity=0.1, noise=0.3)
+    exact = float(dual.linear_population(Wo, Wt, Sigma, keep=0.6, scheme=scheme))
+    assert abs(mc - exact) < 4 * se
+    wrong = float(dual.linear_population(Wo, Wt, sc.second_moment(data.M, sparsity=0.1, noise=0.3, nonzero=False),
+                                         keep=0.6, scheme=scheme))
+    assert abs(mc - wrong) > 4 * se, "the unconditioned moment must be detectably wrong"
 
 
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 10_000), st.floats(0.05, 1.0))
 def test_theorem_1a_bound_and_equality(seed, keep):
     gen = clbook.generator(seed)
-    W = L.column_normalize(clbook.randn(4, 4, generator=gen))
+    W = linalg.unit_columns(clbook.randn(4, 4, generator=gen))
     assert float(L.ncl_onehot(W, keep=keep)) >= 2 - 2 * keep**2 - 1e-12
     assert float(L.ncl_onehot(W.abs(), keep=keep)) == pytest.approx(2 - 2 * keep**2, abs=1e-12)
+
+
+def test_ncl_onehot_against_monte_carlo():
+    gen = clbook.generator(9)
+    W = linalg.unit_columns(clbook.randn(4, 4, generator=gen))
+    data = sc.sample(200_000, p=4, d=4, sparsity=0.0, noise=0.0, generator=gen, latent="one_hot", M=torch.eye(4))
+    a1, a2 = sc.views(data.X, keep=0.6, generator=gen)
+    per = (L.encode(W, a1) * L.encode(W, a2)).sum(-1)
+    assert abs(float(2 - 2 * per.mean()) - float(L.ncl_onehot(W, keep=0.6))) < 4 * 2 * float(per.std()) / math.sqrt(len(per))
 
 
 def test_theorem_1a_flow_closed_form():
@@ -92,26 +101,27 @@ def test_theorem_1a_flow_closed_form():
 
 def test_surrogate_exact_vs_monte_carlo_and_minimum():
     gen = clbook.generator(5)
-    W = L.column_normalize(clbook.randn(4, 4, generator=gen))
-    exact = float(L.cl_surrogate(W, keep=0.5, tau=2.0))
-    mc = float(L.cl_surrogate_mc(W, keep=0.5, tau=2.0, samples=100_000, generator=gen))
-    assert abs(exact - mc) < 0.02
+    W = linalg.unit_columns(clbook.randn(4, 4, generator=gen))
+    exact = float(L.cl_surrogate(W, keep=0.5, temperature=0.5))
+    mc, se = L.cl_surrogate_mc(W, keep=0.5, temperature=0.5, samples=100_000, generator=gen)
+    assert abs(exact - mc) < 4 * se
     P = torch.eye(5)[:, torch.tensor([2, 0, 4, 1, 3])]
-    assert float(L.cl_surrogate(P, keep=0.5, tau=3.0)) == pytest.approx(L.cl_surrogate_min(5, keep=0.5, tau=3.0), abs=1e-12)
-    Ws = L.column_normalize(clbook.randn(50, 5, 5, generator=gen))
-    assert float((L.cl_surrogate(Ws, keep=0.5, tau=3.0) - L.cl_surrogate_min(5, keep=0.5, tau=3.0)).min()) > 0.1
+    T = 1 / 3
+    assert float(L.cl_surrogate(P, keep=0.5, temperature=T)) == pytest.approx(L.cl_surrogate_min(5, keep=0.5, temperature=T), abs=1e-12)
+    Ws = linalg.unit_columns(clbook.randn(50, 5, 5, generator=gen))
+    assert float((L.cl_surrogate(Ws, keep=0.5, temperature=T) - L.cl_surrogate_min(5, keep=0.5, temperature=T)).min()) > 0.1
 
 
 def test_dead_column_gap():
     W = torch.eye(4)
     W[:, 2] = -torch.tensor([0.6, 0.0, 0.0, 0.8])
-    gap = float(L.cl_surrogate(W, keep=0.7, tau=2.0)) - L.cl_surrogate_min(4, keep=0.7, tau=2.0)
-    assert gap == pytest.approx(L.dead_column_gap(4, keep=0.7, tau=2.0), abs=1e-12)
+    gap = float(L.cl_surrogate(W, keep=0.7, temperature=0.5)) - L.cl_surrogate_min(4, keep=0.7, temperature=0.5)
+    assert gap == pytest.approx(L.dead_column_gap(4, keep=0.7, temperature=0.5), abs=1e-12)
 
 
 def test_descent_reaches_a_permutation_from_some_start():
     W0 = clbook.rand(4, 4, 4, generator=clbook.generator(6))
-    run = L.cl_surrogate_descent(W0, keep=0.5, tau=5.0, lr=0.2, steps=600)
+    run = L.cl_surrogate_descent(W0, keep=0.5, temperature=0.2, lr=0.2, steps=600)
     assert run.losses.shape == (4, 601)
     best = int(run.gap.argmin())
     assert float(run.gap[best]) < 1e-7 and float(L.nearest_permutation_error(run.W[best])) < 1e-3
@@ -119,13 +129,22 @@ def test_descent_reaches_a_permutation_from_some_start():
 
 def test_large_batch_closed_forms():
     d, keep = 6, 0.5
-    assert L.large_batch_threshold(d, keep=keep) == pytest.approx(math.log(11))
-    for tau in (1.0, 5.0):
-        W = L.large_batch_minimiser(d, keep=keep, tau=tau, permutation=[1, 0, 2, 3, 5, 4])
-        assert float(L.cl_large_batch(W, keep=keep, tau=tau)) == pytest.approx(L.large_batch_min(d, keep=keep, tau=tau), abs=1e-12)
-        Ws = L.column_normalize(clbook.randn(200, d, d, generator=clbook.generator(7)))
-        assert float(L.cl_large_batch(Ws, keep=keep, tau=tau).min()) > L.large_batch_min(d, keep=keep, tau=tau)
-    assert L.large_batch_min(d, keep=keep, tau=5.0) < float(L.cl_large_batch(torch.eye(d), keep=keep, tau=5.0)) - 0.3
+    assert L.large_batch_threshold(d, keep=keep) == pytest.approx(1 / math.log(11))
+    for T in (1.0, 0.2):
+        W = L.large_batch_minimiser(d, keep=keep, temperature=T, permutation=[1, 0, 2, 3, 5, 4])
+        expected = L.large_batch_min(d, keep=keep, temperature=T)
+        assert float(L.cl_large_batch(W, keep=keep, temperature=T)) == pytest.approx(expected, abs=1e-12)
+        Ws = linalg.unit_columns(clbook.randn(200, d, d, generator=clbook.generator(7)))
+        assert float(L.cl_large_batch(Ws, keep=keep, temperature=T).min()) > L.large_batch_min(d, keep=keep, temperature=T)
+    assert L.large_batch_min(d, keep=keep, temperature=0.2) < float(L.cl_large_batch(torch.eye(d), keep=keep, temperature=0.2)) - 0.3
+    assert math.isfinite(L.large_batch_min(d, keep=keep, temperature=1e-4)), "no overflow at small temperatures"
+
+
+def test_finite_batch_tends_to_the_limit():
+    W = L.large_batch_minimiser(4, keep=0.5, temperature=0.3)
+    per = L.cl_batch_mc(W, keep=0.5, temperature=0.3, negatives=4096, anchors=4000, generator=clbook.generator(8))
+    limit = float(L.cl_large_batch(W, keep=0.5, temperature=0.3))
+    assert abs(float(per.mean()) - limit) < 4 * float(per.std()) / math.sqrt(len(per)) + 0.01
 
 
 def test_bad_arguments():
@@ -133,9 +152,13 @@ def test_bad_arguments():
         L.encode(torch.zeros(2, 3), torch.zeros(4, 3), activation="tanh")
     with pytest.raises(ValueError, match="same p"):
         L.encode(torch.zeros(2, 3), torch.zeros(4, 5))
-    with pytest.raises(ValueError, match="tau must be > 0"):
-        L.cl_surrogate(torch.eye(3), keep=0.5, tau=0.0)
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        L.cl_surrogate(torch.eye(3), keep=0.5, temperature=0.0)
     with pytest.raises(ValueError, match="zero column"):
-        L.column_normalize(torch.zeros(3, 3))
+        L.ncl_onehot_flow(torch.zeros(3, 3), keep=0.5, lr=0.1, steps=1)
     with pytest.raises(ValueError, match="permutation must be"):
-        L.large_batch_minimiser(3, keep=0.5, tau=1.0, permutation=[0, 0, 1])
+        L.large_batch_minimiser(3, keep=0.5, temperature=1.0, permutation=[0, 0, 1])
+    with pytest.raises(ValueError, match="n >= 2"):
+        L.cl_inner(torch.zeros(1, 3), torch.zeros(1, 3), temperature=1.0)
+    with pytest.raises(ValueError, match="W and A must share dtype"):
+        L.encode(torch.zeros(2, 3), torch.zeros(4, 3, dtype=torch.float32))

@@ -70,3 +70,10 @@ def test_bad_arguments():
         maxcos.chance_level(3, 5, 2)
     with pytest.raises(ValueError, match="draws must be >= 2"):
         maxcos.chance_level(3, 2, 2, draws=1)
+
+
+def test_mixed_dtypes_and_empty_rejected():
+    with pytest.raises(ValueError, match="W and M must share dtype"):
+        maxcos.max_cosines(torch.zeros(3, 4, dtype=torch.float32), torch.zeros(4, 2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="m >= 1"):
+        maxcos.max_cosines(torch.zeros(0, 4, dtype=torch.float64), torch.zeros(4, 2, dtype=torch.float64))

@@ -76,3 +76,42 @@ def test_bad_arguments():
         sc.sample(3, p=4, d=2, sparsity=0.5, noise=0.0, generator=gen, M=torch.eye(3))
     with pytest.raises(ValueError, match="noise must be >= 0"):
         sc.sample(3, p=4, d=2, sparsity=0.5, noise=-1.0, generator=gen)
+
+
+def test_dictionary_is_the_core_haar_draw():
+    from clbook import linalg
+
+    torch.testing.assert_close(sc.dictionary(7, 3, generator=clbook.generator(6)),
+                               linalg.haar_orthonormal(7, 3, generator=clbook.generator(6)), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("nonzero", [True, False])
+def test_second_moment_against_monte_carlo(nonzero):
+    gen = clbook.generator(7)
+    M = sc.dictionary(6, 3, generator=gen)
+    Z = sc.sparse_latents(200_000, 3, sparsity=0.2, generator=gen, nonzero=nonzero)
+    X = Z @ M.T + 0.3 * clbook.randn(200_000, 6, generator=gen)
+    Sigma = sc.second_moment(M, sparsity=0.2, noise=0.3, nonzero=nonzero)
+    torch.testing.assert_close(X.T @ X / len(X), Sigma, atol=6e-3, rtol=0)
+    other = sc.second_moment(M, sparsity=0.2, noise=0.3, nonzero=not nonzero)
+    assert float((X.T @ X / len(X) - other).abs().max()) > 0.05
+
+
+@pytest.mark.parametrize("scheme", ["independent", "dependent"])
+def test_mask_moment_against_draws(scheme):
+    d1, d2 = sc.masks((400_000, 3), keep=0.3, generator=clbook.generator(8), scheme=scheme)
+    torch.testing.assert_close(d1.T @ d2 / len(d1), sc.mask_moment(3, keep=0.3, scheme=scheme), atol=6e-3, rtol=0)
+
+
+def test_more_bad_arguments():
+    gen = clbook.generator(0)
+    with pytest.raises(ValueError, match="almost sure"):
+        sc.sparse_latents(3, 2, sparsity=1e-9, generator=gen)
+    with pytest.raises(TypeError, match="shape"):
+        sc.masks(5, keep=0.5, generator=gen)
+    with pytest.raises(ValueError, match="X must have at least 2"):
+        sc.views(torch.zeros(3), keep=0.5, generator=gen)
+    with pytest.raises(TypeError, match="generator"):
+        sc.dictionary(4, 2, generator=0)
+    with pytest.raises(ValueError, match="noise must be >= 0"):
+        sc.second_moment(torch.eye(3, 2), sparsity=0.2, noise=-0.1)
