@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from .. import alpha, losses, widgets
-from .._validate import check_in_range, check_int
+from .._validate import check_int, check_nonnegative, check_positive
 from ..config import generator, randn
 from . import figure
 
@@ -48,13 +48,13 @@ def member_weights(names=("InfoNCE", "Triplet", "Modified triplet", "Quadratic")
                    eps: float = 0.0, n: int = 64, normalize: bool = True):
     r"""Chapter 1's panel: :math:`\alpha_{0j}` against :math:`d_{0j}^2` for one or several members (:func:`anchor_profile`).
 
-    ``names``: a member name or a sequence of them; ``temperature`` in :math:`[10^{-3}, 5]`, ``eps`` in
-    :math:`[0, 3]`, ``4 <= n <= 256``. Returns the figure.
+    ``names``: a member name or a sequence of them; ``temperature > 0`` (the panel: :math:`[10^{-3}, 5]`),
+    ``eps >= 0``, ``2 <= n <= 1024``. Returns the figure.
     """
     names = [names] if isinstance(names, str) else list(names)
-    check_in_range("temperature", temperature, 1e-3, 5.0)
-    check_in_range("eps", eps, 0.0, 3.0)
-    check_int("n", n, 4, 256)
+    check_positive("temperature", temperature)
+    check_nonnegative("eps", eps)
+    check_int("n", n, 2, 1024)
     fig, axes = figure(ncols=len(names), width=2.6 * len(names), height=2.6, sharex=True)
     axes = np.atleast_1d(axes)
     for ax, name in zip(axes, names, strict=True):
@@ -88,14 +88,15 @@ def rules(temperature: float = 0.5, power: float = 4.0, n: int = 128, gamma: flo
     :math:`N - 1` (uniform weights sit at 1), against :math:`d_{0j}^2 = 1 - \cos` for ``n`` random unit vectors in
     :math:`\mathbb R^{16}`.
 
-    ``temperature`` in :math:`[0.02, 5]`, ``power`` in :math:`[1, 10]`, ``4 <= n <= 256``, ``gamma`` in
-    :math:`(1, 6]`, ``temperature_rs`` in :math:`[0.1, 50]`. Returns the figure.
+    ``temperature``, ``power``, ``temperature_rs`` > 0, ``gamma > 1``, ``2 <= n <= 1024`` (the panel's sliders stay
+    inside). Returns the figure.
     """
-    check_in_range("temperature", temperature, 0.02, 5.0)
-    check_in_range("power", power, 1.0, 10.0)
-    n = check_int("n", n, 4, 256)
-    check_in_range("gamma", gamma, 1.0 + 1e-9, 6.0)
-    check_in_range("temperature_rs", temperature_rs, 0.1, 50.0)
+    check_positive("temperature", temperature)
+    check_positive("power", power)
+    n = check_int("n", n, 2, 1024)
+    if check_positive("gamma", gamma) <= 1:
+        raise ValueError(f"gamma must be > 1; got gamma = {gamma}.")
+    check_positive("temperature_rs", temperature_rs)
     z = torch.nn.functional.normalize(randn(n, 16, generator=generator(check_int("seed", seed, minimum=0))), dim=1)
     d = losses.pair_distances(z, z)[1]
     weights = {"r_H (= InfoNCE)": alpha.entropy_weights(d, temperature=temperature),

@@ -194,3 +194,17 @@ def test_euler_matches_manual_steps_and_restores_threads(X):
     for a, b in zip(dl.euler(X, ws, eta=0.05, steps=3), manual, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-13, atol=1e-15)
     assert torch.get_num_threads() == threads
+
+
+def test_rank_one_report_fails_away_from_the_maximum():
+    """The chapter's Theorem 3 checks can fail: at an aligned rank-one point built on the second eigenvector the energy
+    ratio is λ₂/λ_max < 1 and the top direction is orthogonal; at a random point the layers are not rank one."""
+    batch = dl.contrastive_batch(16, 5, seed=1)
+    X = batch.X / batch.eigenvalues[0]
+    lam, U = torch.linalg.eigh(X)
+    ws = [w.clone() for w in dl.aligned_weights(X, [5, 4, 3], scale=1.0)]
+    ws[0] = torch.outer(ws[0][0] @ U[:, -1], U[:, -2]).unsqueeze(0)  # bottom layer on the second eigenvector
+    rep = dl.rank_one_report(ws, X)
+    assert abs(rep["energy_ratio"][0] - float(lam[-2] / lam[-1])) < 1e-12 and rep["top_direction"][0] < 1e-12
+    rand = dl.rank_one_report(dl.random_weights([5, 4, 3], n_starts=4, seed=2), X)
+    assert (rand["sigma_ratio"] > 1e-3).all() and (rand["energy_ratio"] < 1 - 1e-3).all()

@@ -37,6 +37,6 @@ def test_bad_input():
     with pytest.raises(ValueError, match="temperature"):
         viz_alpha.member_weights(temperature=0.0)
     with pytest.raises(ValueError, match="n"):
-        viz_alpha.rules(n=2)
+        viz_alpha.rules(n=1)
     with pytest.raises(ValueError, match="same length"):
         viz_alpha.row_sums(np.zeros(3), np.zeros(4))
