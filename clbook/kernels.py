@@ -7,16 +7,16 @@ Sec. 2: Definition 1 (kernel structure :math:`\alpha_{ij} = \mathcal K(x_0[i], x
 App. A Eqs. 17–22) and Lemma 2 / Corollary 1 (Eq. 4: :math:`\mathbb C_\alpha \to \sum_l z_l^2
 \mathbb V_{\tilde p_l}[\bar g]` as :math:`N\to\infty`).
 
-Scaling. The book's :math:`\mathbb C_\alpha` (:func:`clbook.covariance.contrastive_covariance`) is that
-of Tian (2022); Tian (2023, Eq. 3) divides it by :math:`2N^2`. :func:`paper_covariance` applies that
-factor, so that the large-batch limit is finite. Both ignore :math:`j = i`, an :math:`O(1/N)` difference
-from Eq. 3 as printed (the paper's own proof of Lemma 2 drops :math:`j=i` as well).
+The finite-batch :math:`\mathbb C_\alpha` itself, in Tian (2023)'s scaling (Eq. 3, :math:`1/2N^2`), is
+:func:`clbook.covariance.contrastive_covariance` with ``convention="tian2023"``; this module holds what Lemma 2
+says it converges to. :func:`pairwise_limit` is that covariance of the atoms (no augmentation) with the weights
+:math:`\alpha_{ij} = p_ip_j\mathcal K(x_i, x_j)`.
 
 Population quantities (:func:`adjusted_densities`, :func:`variance_limit`, :func:`pairwise_limit`)
 take a discrete distribution: atoms with probabilities ``weights``. Continuous data enter as a large
 sample with equal weights.
 
-Used in Chapters 5–8.
+Used in Chapters 5–8 (:func:`batch_min_eigenvalues`: Chapter 5's finite-batch counterexample).
 """
 from __future__ import annotations
 
@@ -25,21 +25,23 @@ import math
 
 import torch
 
-from ._validate import check_int, check_positive, check_tensor
+from ._validate import as_tensor, check_int, check_nonnegative, check_positive, check_tensor
 
 __all__ = [
     "gaussian_alpha", "uniform_alpha", "multi_indices", "gaussian_log_features", "gaussian_features",
     "uniform_features", "log_kernel_from_features", "adjusted_densities", "variance_limit", "pairwise_limit",
-    "paper_covariance",
+    "batch_min_eigenvalues",
 ]
 
 
-def _as_matrix(name: str, g) -> torch.Tensor:
-    g = check_tensor(name, g)
+def _as_matrix(name: str, g, like: torch.Tensor | None = None) -> torch.Tensor:
+    """``g`` as a finite floating-point ``[n, p]`` (``[n]`` reads as ``[n, 1]``; integers and lists are converted),
+    on the dtype and device of ``like`` when given."""
+    g = as_tensor(name, g, dtype=None if like is None else like.dtype, device=None if like is None else like.device)
     if g.ndim == 1:
         g = g.unsqueeze(1)
-    if g.ndim != 2:
-        raise ValueError(f"{name} must have shape [n] or [n, p]; got {tuple(g.shape)}.")
+    if g.ndim != 2 or g.shape[0] < 1:
+        raise ValueError(f"{name} must have shape [n] or [n, p] with n >= 1; got {tuple(g.shape)}.")
     return g
 
 
@@ -62,9 +64,15 @@ def gaussian_alpha(g, *, temperature: float) -> torch.Tensor:
     return torch.exp(-torch.cdist(g, g).pow(2) / (2 * tau))
 
 
-def uniform_alpha(n: int, *, dtype=torch.float64, device=None) -> torch.Tensor:
-    r"""Uniform pairwise importance :math:`\alpha_{ij}\equiv 1` (the quadratic loss), shape ``[n, n]``."""
+def uniform_alpha(n: int, *, dtype=None, device=None) -> torch.Tensor:
+    r"""Uniform pairwise importance :math:`\alpha_{ij}\equiv 1` (the quadratic loss), shape ``[n, n]``, ``n >= 1``.
+
+    ``dtype``/``device`` default to those of :func:`clbook.setup`.
+    """
+    from .config import _target
+
     n = check_int("n", n, 1)
+    device, dtype = _target(device, dtype)
     return torch.ones(n, n, dtype=dtype, device=device)
 
 
@@ -106,7 +114,9 @@ def gaussian_log_features(g, *, temperature: float, terms: int, shift=None) -> t
     """
     g = _as_matrix("g", g)
     tau = check_positive("temperature", temperature)
-    v = g.min(dim=0).values if shift is None else check_tensor("shift", shift, ndim=1).to(g)
+    v = g.min(dim=0).values if shift is None else as_tensor("shift", shift, ndim=1, dtype=g.dtype, device=g.device)
+    if v.shape != (g.shape[1],):
+        raise ValueError(f"shift must hold p = {g.shape[1]} values, one per coordinate of g; got shape {tuple(v.shape)}.")
     y = g - v
     if bool((y < 0).any()):
         raise ValueError("shift must lie below every g componentwise (g - shift >= 0): Lemma 1 needs g bounded below.")
@@ -121,9 +131,15 @@ def gaussian_features(g, *, temperature: float, terms: int, shift=None) -> torch
     return gaussian_log_features(g, temperature=temperature, terms=terms, shift=shift).exp()
 
 
-def uniform_features(n: int, *, dtype=torch.float64, device=None) -> torch.Tensor:
-    r"""The one feature :math:`\phi_0\equiv 1` of the uniform :math:`\alpha` (Def. 1 with a 1-D map), shape ``[n, 1]``."""
+def uniform_features(n: int, *, dtype=None, device=None) -> torch.Tensor:
+    r"""The one feature :math:`\phi_0\equiv 1` of the uniform :math:`\alpha` (Def. 1 with a 1-D map), shape ``[n, 1]``.
+
+    ``n >= 1``; ``dtype``/``device`` default to those of :func:`clbook.setup`.
+    """
+    from .config import _target
+
     n = check_int("n", n, 1)
+    device, dtype = _target(device, dtype)
     return torch.ones(n, 1, dtype=dtype, device=device)
 
 
@@ -131,13 +147,19 @@ def log_kernel_from_features(log_a, log_b) -> torch.Tensor:
     r""":math:`\log\mathcal K(a_i, b_j) = \log\sum_l\phi_l(a_i)\phi_l(b_j)` by ``logsumexp``, shape ``[n, m]``."""
     log_a = check_tensor("log_a", log_a, ndim=2, finite=False)
     log_b = check_tensor("log_b", log_b, ndim=2, finite=False)
+    if bool(torch.isnan(log_a).any()) or bool(torch.isnan(log_b).any()) or bool(torch.isposinf(log_a).any()) \
+            or bool(torch.isposinf(log_b).any()):
+        raise ValueError("log_a and log_b must be logarithms of non-negative features: no NaN and no +inf (-inf is a zero).")
+    if log_a.dtype != log_b.dtype or log_a.device != log_b.device:
+        raise ValueError(f"log_a and log_b must share dtype and device; got {log_a.dtype}/{log_a.device} and "
+                         f"{log_b.dtype}/{log_b.device}.")
     if log_a.shape[1] != log_b.shape[1]:
         raise ValueError(f"log_a and log_b need the same number of features; got {log_a.shape[1]} and {log_b.shape[1]}.")
     return torch.logsumexp(log_a.unsqueeze(1) + log_b.unsqueeze(0), dim=2)
 
 
 def _weights(weights, n: int, like: torch.Tensor) -> torch.Tensor:
-    w = check_tensor("weights", weights, ndim=1).to(like)
+    w = as_tensor("weights", weights, ndim=1, dtype=like.dtype, device=like.device)
     if w.shape[0] != n:
         raise ValueError(f"weights must have one entry per atom ({n}); got {w.shape[0]}.")
     if bool((w < 0).any()) or abs(float(w.sum()) - 1) > 1e-9:
@@ -152,9 +174,11 @@ def adjusted_densities(features, weights) -> tuple[torch.Tensor, torch.Tensor]:
 
         z_l = \sum_i p_i\,\phi_l(x_i) \ge 0,\qquad \tilde p_l(x_i) = \phi_l(x_i)\,p_i / z_l .
 
-    Returns ``(z [L], ptilde [L, n])``; a row with :math:`z_l = 0` is left at zero.
+    ``features [n, L]`` holds :math:`\phi_l(x_i)\ge 0` (e.g. :func:`gaussian_features`), ``weights [n]`` the
+    probabilities :math:`p_i` (non-negative, summing to one within 1e-9). Returns ``(z [L], ptilde [L, n])``; a row
+    with :math:`z_l = 0` is left at zero.
     """
-    phi = check_tensor("features", features, ndim=2)
+    phi = as_tensor("features", features, ndim=2)
     if bool((phi < 0).any()):
         raise ValueError("features must be non-negative (Definition 1).")
     w = _weights(weights, phi.shape[0], phi)
@@ -167,9 +191,13 @@ def adjusted_densities(features, weights) -> tuple[torch.Tensor, torch.Tensor]:
 def variance_limit(gbar, weights, features) -> torch.Tensor:
     r"""Eq. 4, right-hand side: :math:`\sum_l z_l^2\,\mathbb V_{x_0\sim\tilde p_l}[\bar g(x_0)]`, shape ``[p, p]``.
 
-    ``gbar [n, p]`` holds :math:`\bar g(x_i) = \mathbb E_{\mathrm{aug}}[g(x)\mid x_0 = x_i]` on the atoms.
+    ``gbar [n, p]`` (or ``[n]``) holds :math:`\bar g(x_i) = \mathbb E_{\mathrm{aug}}[g(x)\mid x_0 = x_i]` on the atoms,
+    ``weights [n]`` their probabilities and ``features [n, L]`` the :math:`\phi_l(x_i)` (:func:`adjusted_densities`).
     """
     gbar = _as_matrix("gbar", gbar)
+    features = as_tensor("features", features, ndim=2, dtype=gbar.dtype, device=gbar.device)
+    if features.shape[0] != gbar.shape[0]:
+        raise ValueError(f"gbar and features must describe the same atoms; got n = {gbar.shape[0]} and {features.shape[0]}.")
     z, pt = adjusted_densities(features, weights)
     mean = pt @ gbar                                     # [L, p]
     second = torch.einsum("ln,np,nq->lpq", pt, gbar, gbar)
@@ -183,33 +211,70 @@ def pairwise_limit(gbar, weights, kernel) -> torch.Tensor:
     .. math::
 
         \tfrac12\sum_{i,j}p_ip_j\,\mathcal K(x_i,x_j)\,(\bar g_i - \bar g_j)(\bar g_i - \bar g_j)^\top
-        = \sum_l z_l^2\,\mathbb V_{\tilde p_l}[\bar g].
-    """
-    gbar = _as_matrix("gbar", gbar)
-    K = check_tensor("kernel", kernel, ndim=2).to(gbar)
-    n = gbar.shape[0]
-    if K.shape != (n, n):
-        raise ValueError(f"kernel must have shape [{n}, {n}]; got {tuple(K.shape)}.")
-    w = _weights(weights, n, gbar)
-    P = K * torch.outer(w, w)
-    lap = torch.diag(P.sum(dim=1)) - P
-    return gbar.T @ lap @ gbar
+        = \sum_l z_l^2\,\mathbb V_{\tilde p_l}[\bar g],
 
+    i.e. half the contrastive covariance (:func:`clbook.covariance.contrastive_covariance`, Tian 2022's Eq. 5) of the
+    ``n >= 2`` atoms without augmentation, with the pair weights :math:`\alpha_{ij} = p_ip_j\mathcal K(x_i, x_j)`.
 
-def paper_covariance(alpha, a1, a2, b1=None, b2=None) -> torch.Tensor:
-    r"""Tian (2023) Eq. 3: :math:`\mathbb C_\alpha[a,b]/(2N^2)` in the book's convention (``j = i`` ignored).
-
-    .. math::
-
-        \frac{1}{2N^2}\sum_{i}\sum_{j\ne i}\alpha_{ij}\Big[(a[i]-a[j])(b[i]-b[j])^\top - (a[i]-a[i'])(b[i]-b[i'])^\top\Big].
+    Parameters
+    ----------
+    gbar : torch.Tensor, shape=[n, p] or [n]
+        :math:`\bar g(x_i)` on the atoms.
+    weights : torch.Tensor, shape=[n]
+        The probabilities :math:`p_i` of the atoms.
+    kernel : torch.Tensor, shape=[n, n]
+        :math:`\mathcal K(x_i, x_j)`.
     """
     from .covariance import contrastive_covariance
 
-    a1 = _as_matrix("a1", a1)
-    a2 = _as_matrix("a2", a2)
-    if b1 is not None:
-        b1 = _as_matrix("b1", b1)
-    if b2 is not None:
-        b2 = _as_matrix("b2", b2)
-    n = a1.shape[0]
-    return contrastive_covariance(alpha, a1, a2, b1, b2) / (2 * n * n)
+    gbar = _as_matrix("gbar", gbar)
+    n = gbar.shape[0]
+    if n < 2:
+        raise ValueError(f"gbar must hold n >= 2 atoms (a variance needs pairs); got n = {n}.")
+    K = as_tensor("kernel", kernel, ndim=2, dtype=gbar.dtype, device=gbar.device)
+    if K.shape != (n, n):
+        raise ValueError(f"kernel must have shape [{n}, {n}]; got {tuple(K.shape)}.")
+    w = _weights(weights, n, gbar)
+    return 0.5 * contrastive_covariance(K * torch.outer(w, w), gbar, gbar)
+
+
+def batch_min_eigenvalues(n: int, reps: int, *, scales, noise: float, generator: torch.Generator) -> torch.Tensor:
+    r"""Smallest eigenvalue of the finite-batch :math:`\mathbb C^{(N)}_\alpha[x]` (Eq. 3, uniform :math:`\alpha`) for ``reps`` batches.
+
+    Each batch draws ``n`` samples :math:`x_0\sim\mathcal N(0, \operatorname{diag}(s)^2)` and two views
+    :math:`x = x_0 + \sigma\epsilon`, :math:`x' = x_0 + \sigma\epsilon'`; the large-batch limit (Lemma 2, Cor. 1) is
+    :math:`\operatorname{diag}(s)^2`, positive definite, while a finite batch is often indefinite (Chapter 5).
+
+    Parameters
+    ----------
+    n : int
+        Batch size :math:`N\ge2`.
+    reps : int
+        Number of batches, ``>= 1``.
+    scales : sequence of float, shape=[p]
+        The standard deviations :math:`s` of the data, positive.
+    noise : float
+        The augmentation noise :math:`\sigma\ge0`.
+    generator : torch.Generator
+        CPU generator of the draws (:func:`clbook.generator`); draws are made on the CPU, then moved to the device
+        of :func:`clbook.setup`.
+
+    Returns
+    -------
+    torch.Tensor, shape=[reps]
+    """
+    from .config import randn
+    from .covariance import contrastive_covariance
+
+    n, reps = check_int("n", n, 2), check_int("reps", reps, 1)
+    noise = check_nonnegative("noise", noise)
+    s = as_tensor("scales", scales, ndim=1)
+    if s.shape[0] < 1 or bool((s <= 0).any()):
+        raise ValueError(f"scales must hold p >= 1 positive standard deviations; got scales = {s.tolist()}.")
+    p = s.shape[0]
+    x0 = randn(reps, n, p, generator=generator, device=s.device, dtype=s.dtype) * s
+    v1 = x0 + noise * randn(reps, n, p, generator=generator, device=s.device, dtype=s.dtype)
+    v2 = x0 + noise * randn(reps, n, p, generator=generator, device=s.device, dtype=s.dtype)
+    ones = uniform_alpha(n, dtype=s.dtype, device=s.device)
+    C = torch.stack([contrastive_covariance(ones, a, b, convention="tian2023") for a, b in zip(v1, v2, strict=True)])
+    return torch.linalg.eigvalsh(C)[:, 0]

@@ -98,7 +98,7 @@ def make_worlds(seeds, *, num_tokens: int = 20, num_positions: int = 10, candida
     zeta = check_positive("zeta", zeta)
     candidates, patterns = [], []
     for seed in seeds:
-        gen = torch.Generator().manual_seed(seed)
+        gen = torch.Generator().manual_seed(seed)  # clbook.generator(seed)
         cand = torch.stack([torch.randperm(d, generator=gen)[:P] for _ in range(K)])  # [K, P]
         pat = torch.full((G, K), -1, dtype=torch.long)
         for g in range(G):
@@ -118,7 +118,7 @@ def sample_tokens(worlds: TokenWorlds, n: int, *, generator: torch.Generator,
     r"""Token ids of a batch of positive pairs from every world: ``tokens1, tokens2`` ``[S, n, K]`` and the generator index ``[S, n]``.
 
     The second view redraws ``aug_degree`` randomly chosen wildcards of the first (all of them when there are fewer).
-    Drawn on the CPU with ``generator``.
+    Drawn on the CPU with ``generator`` (``n >= 1``, ``aug_degree >= 0``); the ids are ``torch.long`` on the CPU.
     """
     if not isinstance(worlds, TokenWorlds):
         raise TypeError(f"worlds must be a TokenWorlds (see make_worlds); got {type(worlds).__name__}.")
@@ -132,8 +132,9 @@ def sample_tokens(worlds: TokenWorlds, n: int, *, generator: torch.Generator,
     pattern = torch.gather(worlds.patterns, 1, which.unsqueeze(-1).expand(S, n, K))  # [S, n, K]
     wild = pattern < 0
     tokens1 = torch.where(wild, torch.randint(d, (S, n, K), generator=generator), pattern)
-    # Redraw `aug_degree` wildcards chosen uniformly: rank the wildcards by a random key.
-    key = torch.where(wild, torch.rand(S, n, K, generator=generator), torch.full((S, n, K), 2.0))
+    # Redraw `aug_degree` wildcards chosen uniformly: rank the wildcards by a random key (float32 whatever torch's
+    # default dtype, so that the draws do not depend on global state).
+    key = torch.where(wild, torch.rand(S, n, K, generator=generator, dtype=torch.float32), torch.full((S, n, K), 2.0, dtype=torch.float32))
     rank = key.argsort(dim=-1).argsort(dim=-1)
     redraw = wild & (rank < aug_degree)
     tokens2 = torch.where(redraw, torch.randint(d, (S, n, K), generator=generator), tokens1)
@@ -181,7 +182,11 @@ def matching_scores(weights: torch.Tensor, used: torch.Tensor, *, absolute: bool
         raise ValueError(f"weights must have shape [..., K, M, d]; got {tuple(weights.shape)}.")
     if not isinstance(used, torch.Tensor) or used.dtype != torch.bool:
         raise TypeError("used must be a bool tensor of shape [..., K, d].")
+    if used.shape[-2:] != weights.shape[-3:-2] + weights.shape[-1:]:
+        raise ValueError(f"used must have shape [..., K, d] = [..., {weights.shape[-3]}, {weights.shape[-1]}] to match weights; "
+                         f"got {tuple(used.shape)}.")
     w = weights.detach().double()
+    used = used.to(w.device)
     scale = w.abs().amax(dim=(-2, -1), keepdim=True).div(1000).clamp_min(1e-6)
     ratio = w / (w.norm(dim=-1, keepdim=True) + scale)
     if absolute:

@@ -25,32 +25,22 @@ Used in Chapters 7 and 8.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
 
 import torch
 
-from .._validate import check_in_range, check_int, check_nonnegative, check_positive, check_tensor
+from .._validate import as_tensor, check_in_range, check_int, check_nonnegative, check_positive, check_tensor
+from ..config import randn
+from ..linalg import haar_orthonormal, single_thread
 
 __all__ = [
-    "one_thread", "Mixture", "three_clusters", "mixture_gated_covariance", "mixture_plane_moment", "mixture_mean_output",
+    "Mixture", "three_clusters", "mixture_gated_covariance", "mixture_plane_moment", "mixture_mean_output",
     "mixture_z0", "mixture_gaussian_factor", "plane_density_max_2d", "projected_field", "tangent_basis", "StabilityReport",
     "stability_report", "find_critical", "perturb_and_return", "PowerIteration", "power_iteration", "perturbed_patterns",
     "lemma7_terms", "jitter_landscape", "cyclic_landscape", "mixture_grid", "gaussian_alpha_covariance", "lemma_terms_along",
-    "omega_at", "thm3_cap",
+    "omega_at", "thm3_cap", "mixture_landscape",
 ]
-
-
-@contextlib.contextmanager
-def one_thread():
-    """Run tiny linear algebra on one intra-op thread (results then do not depend on ``CLBOOK_THREADS``)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @dataclass
@@ -62,13 +52,18 @@ class Mixture:
     sigma: float
 
 
-def _check_mixture(mix: Mixture) -> Mixture:
+def _check_mixture(mix: Mixture, like: torch.Tensor | None = None) -> Mixture:
+    """``mix`` checked, on the device and dtype of ``like`` (a point ``w [d]``, whose size must match) when given."""
     if not isinstance(mix, Mixture):
-        raise TypeError(f"mix must be a Mixture; got {type(mix).__name__}.")
-    m = check_tensor("mix.means", mix.means, ndim=2).to(torch.float64)
-    p = check_tensor("mix.weights", mix.weights, ndim=1).to(torch.float64)
-    if p.shape[0] != m.shape[0] or bool((p < 0).any()) or abs(float(p.sum()) - 1) > 1e-9:
-        raise ValueError(f"mix.weights must be a probability vector over the {m.shape[0]} components.")
+        raise TypeError(f"mix must be a Mixture (see three_clusters); got {type(mix).__name__}.")
+    m = as_tensor("mix.means", mix.means, ndim=2)
+    p = as_tensor("mix.weights", mix.weights, ndim=1, dtype=m.dtype, device=m.device)
+    if m.shape[0] < 1 or p.shape[0] != m.shape[0] or bool((p < 0).any()) or abs(float(p.sum()) - 1) > 1e-9:
+        raise ValueError(f"mix.weights must be a probability vector over the {m.shape[0]} components of mix.means.")
+    if like is not None:
+        if like.shape[-1] != m.shape[1]:
+            raise ValueError(f"w must have the dimension of the mixture, d = {m.shape[1]}; got shape {tuple(like.shape)}.")
+        m, p = m.to(like), p.to(like)
     return Mixture(m, p, check_positive("mix.sigma", mix.sigma))
 
 
@@ -76,19 +71,25 @@ def three_clusters(sigma: float, *, weights=(0.3, 0.3, 0.4), angles=(0.0, 120.0,
     """The 2-D example of Chapter 7 (study note C4): clusters at unit distance ``scale`` and the given angles (degrees)."""
     sigma = check_positive("sigma", sigma)
     scale = check_positive("scale", scale)
-    a = torch.tensor(angles, dtype=torch.float64) * math.pi / 180
-    w = torch.tensor(weights, dtype=torch.float64)
-    if w.shape != a.shape:
-        raise ValueError(f"weights and angles must have the same length; got {len(weights)} and {len(angles)}.")
+    a = as_tensor("angles", angles, ndim=1) * math.pi / 180
+    w = as_tensor("weights", weights, ndim=1, dtype=a.dtype, device=a.device)
+    if w.shape != a.shape or a.shape[0] < 1:
+        raise ValueError(f"weights and angles must be non-empty and of the same length; got {len(weights)} and {len(angles)}.")
+    if bool((w <= 0).any()):
+        raise ValueError(f"weights must be positive; got weights = {tuple(weights)}.")
     return _check_mixture(Mixture(scale * torch.stack([torch.cos(a), torch.sin(a)], 1), w / w.sum(), sigma * scale))
 
 
-def _unit(w) -> torch.Tensor:
-    w = check_tensor("w", w, ndim=1)
+def _unit(w, name: str = "w") -> torch.Tensor:
+    w = check_tensor(name, w, ndim=1)
     n = torch.linalg.vector_norm(w)
     if float(n.detach()) == 0:
-        raise ValueError("w must be non-zero.")
+        raise ValueError(f"{name} must be non-zero.")
     return w / n
+
+
+def _eye(d: int, like: torch.Tensor) -> torch.Tensor:
+    return torch.eye(d, dtype=like.dtype, device=like.device)
 
 
 def _std(c):
@@ -107,13 +108,13 @@ def mixture_gated_covariance(w, mix: Mixture, *, activation: str = "relu") -> to
 
     ``activation`` is ``"relu"`` or ``"linear"`` (then :math:`A = \operatorname{Cov}[x]`).
     """
-    mix = _check_mixture(mix)
     if activation not in ("relu", "linear"):
-        raise ValueError(f"activation must be 'relu' or 'linear'; got {activation!r}.")
+        raise ValueError(f"activation must be 'relu' or 'linear'; got activation = {activation!r}.")
     w = _unit(w)
+    mix = _check_mixture(mix, w)
     m, p, s = mix.means, mix.weights, mix.sigma
     d = m.shape[1]
-    eye = torch.eye(d, dtype=w.dtype)
+    eye = _eye(d, w)
     if activation == "linear":
         mean = p @ m
         return torch.einsum("k,ki,kj->ij", p, m, m) + s * s * eye - torch.outer(mean, mean)
@@ -133,9 +134,9 @@ def mixture_plane_moment(w, mix: Mixture) -> torch.Tensor:
 
         B = \sum_k\pi_k\frac{\varphi(c_k)}{\sigma}(Pm_km_k^\top P + \sigma^2P),\qquad P = I - ww^\top.
     """
-    mix = _check_mixture(mix)
     w = _unit(w)
-    P = torch.eye(w.shape[0], dtype=w.dtype) - torch.outer(w, w)
+    mix = _check_mixture(mix, w)
+    P = _eye(w.shape[0], w) - torch.outer(w, w)
     pm = mix.means @ P
     _, phi = _std(mix.means @ w / mix.sigma)
     wt = mix.weights * phi / mix.sigma
@@ -145,8 +146,9 @@ def mixture_plane_moment(w, mix: Mixture) -> torch.Tensor:
 def mixture_mean_output(w, mix: Mixture) -> torch.Tensor:
     r""":math:`\mathbb E[\mathrm{relu}(w^\top x)] = \sum_k\pi_k(a_k\Phi(a_k/\sigma) + \sigma\varphi(a_k/\sigma))`,
     :math:`a_k = w^\top m_k`."""
-    mix = _check_mixture(mix)
-    a = mix.means @ _unit(w)
+    w = _unit(w)
+    mix = _check_mixture(mix, w)
+    a = mix.means @ w
     Phi, phi = _std(a / mix.sigma)
     return mix.weights @ (a * Phi + mix.sigma * phi)
 
@@ -157,9 +159,10 @@ def mixture_z0(w, mix: Mixture, *, temperature: float) -> torch.Tensor:
     For :math:`s\sim\mathcal N(a, \sigma^2)`: :math:`\mathbb E[e^{-s^2/2\tau}\mathbb 1(s>0)] = \sqrt{\tau/(\tau+\sigma^2)}\,
     e^{-a^2/2(\tau+\sigma^2)}\,\Phi(a\sqrt{\tau}/(\sigma\sqrt{\tau+\sigma^2}))`.
     """
-    mix = _check_mixture(mix)
+    w = _unit(w)
+    mix = _check_mixture(mix, w)
     tau = check_positive("temperature", temperature)
-    a = mix.means @ _unit(w)
+    a = mix.means @ w
     s2 = mix.sigma ** 2
     pos = math.sqrt(tau / (tau + s2)) * torch.exp(-a * a / (2 * (tau + s2))) * torch.special.ndtr(
         a * math.sqrt(tau) / (mix.sigma * math.sqrt(tau + s2)))
@@ -173,9 +176,10 @@ def mixture_gaussian_factor(w, mix: Mixture, *, temperature: float) -> torch.Ten
     :math:`s'\sim\mathcal N(a\tau/(\tau+\sigma^2), \tau\sigma^2/(\tau+\sigma^2))` and
     :math:`\kappa = \sqrt{\tau/(\tau+\sigma^2)}\,e^{-a^2/2(\tau+\sigma^2)}`.
     """
-    mix = _check_mixture(mix)
+    w = _unit(w)
+    mix = _check_mixture(mix, w)
     tau = check_positive("temperature", temperature)
-    a = mix.means @ _unit(w)
+    a = mix.means @ w
     s2 = mix.sigma ** 2
     kappa = math.sqrt(tau / (tau + s2)) * torch.exp(-a * a / (2 * (tau + s2)))
     mu, sd = a * tau / (tau + s2), math.sqrt(tau * s2 / (tau + s2))
@@ -185,29 +189,52 @@ def mixture_gaussian_factor(w, mix: Mixture, *, temperature: float) -> torch.Ten
 
 def plane_density_max_2d(w, mix: Mixture, *, half_width: float = 4.0, points: int = 8001) -> float:
     r"""Thm 2's :math:`r = \max_{w^\top x = 0}p(x)` for uniform :math:`\alpha` in 2-D, on a grid of the line :math:`x = t\,w^\perp`."""
-    mix = _check_mixture(mix)
-    if mix.means.shape[1] != 2:
-        raise ValueError("plane_density_max_2d needs 2-D data.")
     w = _unit(w)
+    mix = _check_mixture(mix, w)
+    if mix.means.shape[1] != 2:
+        raise ValueError(f"plane_density_max_2d needs 2-D data; got mix.means of shape {tuple(mix.means.shape)}.")
     half_width = check_positive("half_width", half_width)
     points = check_int("points", points, 3)
-    t = torch.linspace(-half_width, half_width, points, dtype=torch.float64)
+    t = torch.linspace(-half_width, half_width, points, dtype=w.dtype, device=w.device)
     x = t.unsqueeze(1) * torch.stack([-w[1], w[0]]).unsqueeze(0)
     d2 = ((x.unsqueeze(1) - mix.means.unsqueeze(0)) ** 2).sum(-1)
     dens = (mix.weights * torch.exp(-d2 / (2 * mix.sigma ** 2))).sum(1) / (2 * math.pi * mix.sigma ** 2)
     return float(dens.max())
 
 
+def _check_A_fn(A_fn):
+    if not callable(A_fn):
+        raise TypeError(f"A_fn must be a function w -> A(w) returning a [d, d] tensor; got {type(A_fn).__name__}.")
+    return A_fn
+
+
+def _A_at(A_fn, w: torch.Tensor) -> torch.Tensor:
+    A = _check_A_fn(A_fn)(w)
+    if not isinstance(A, torch.Tensor) or A.shape != (w.shape[0], w.shape[0]):
+        raise ValueError(f"A_fn(w) must return a [{w.shape[0]}, {w.shape[0]}] tensor; got {getattr(A, 'shape', type(A).__name__)}.")
+    return A
+
+
 def projected_field(w, A_fn) -> torch.Tensor:
-    r"""Eq. 7 right-hand side :math:`F(w) = P^\perp_wA(w)w` for a unit ``w``; ``A_fn(w)`` returns :math:`A(w)`."""
-    Aw = A_fn(w) @ w
+    r"""Eq. 7 right-hand side :math:`F(w) = P^\perp_wA(w)w`, ``[d]``.
+
+    ``w [d]`` is a unit vector (not renormalised here, so that autograd sees :math:`F` itself) and ``A_fn(w)``
+    returns :math:`A(w)`, ``[d, d]``.
+    """
+    w = check_tensor("w", w, ndim=1)
+    Aw = _A_at(A_fn, w) @ w
     return Aw - (w @ Aw) * w
 
 
 def tangent_basis(w) -> torch.Tensor:
-    r"""Orthonormal basis of :math:`w^\perp`, ``[d, d-1]`` (columns): eigenvectors of :math:`P^\perp_w` for eigenvalue 1."""
+    r"""Orthonormal basis of :math:`w^\perp`, ``[d, d-1]`` (columns): eigenvectors of :math:`P^\perp_w` for eigenvalue 1.
+
+    ``w [d]``, non-zero, ``d >= 2``.
+    """
     w = _unit(w)
-    P = torch.eye(w.shape[0], dtype=w.dtype) - torch.outer(w, w)
+    if w.shape[0] < 2:
+        raise ValueError(f"w must have d >= 2 entries for a tangent space; got d = {w.shape[0]}.")
+    P = _eye(w.shape[0], w) - torch.outer(w, w)
     return torch.linalg.eigh(P)[1][:, 1:]
 
 
@@ -228,10 +255,14 @@ class StabilityReport:
 
 
 def stability_report(w, A_fn) -> StabilityReport:
-    """Thm 1 quantities at ``w`` by autograd (float64): :math:`J` of :math:`F` on the tangent space and :math:`\\rho`."""
+    """Thm 1 quantities at ``w`` by autograd: :math:`J` of :math:`F` on the tangent space and :math:`\\rho`.
+
+    ``w [d]`` (``d >= 2``, normalised here) should be a critical point; ``A_fn(w)`` returns :math:`A(w)` ``[d, d]``,
+    differentiable in ``w`` (e.g. :func:`mixture_gated_covariance`). Use float64.
+    """
     w = _unit(w).detach()
     Q = tangent_basis(w)
-    A = A_fn(w).detach()
+    A = _A_at(A_fn, w).detach()
     ev, evec = torch.linalg.eigh(A)
     lam = float(w @ A @ w)
     JF = torch.autograd.functional.jacobian(lambda v: projected_field(v / torch.linalg.vector_norm(v), A_fn), w)
@@ -250,8 +281,10 @@ def find_critical(w0, A_fn, *, step: float = 2.0, max_steps: int = 4000, tol: fl
     :math:`\|F\| <` ``tol`` (or ``max_steps``), on one thread."""
     step = check_positive("step", step)
     max_steps = check_int("max_steps", max_steps, 1)
-    w = _unit(w0).detach()
-    with one_thread(), torch.no_grad():
+    tol = check_positive("tol", tol)
+    w = _unit(w0, "w0").detach()
+    _check_A_fn(A_fn)
+    with single_thread(), torch.no_grad():
         for _ in range(max_steps):
             f = projected_field(w, A_fn)
             if float(torch.linalg.vector_norm(f)) < tol:
@@ -268,19 +301,23 @@ def perturb_and_return(w_star, A_fn, *, eps: float, directions: int, generator: 
     eps = check_positive("eps", eps)
     directions = check_int("directions", directions, 1)
     steps = check_int("steps", steps, 1)
-    w_star = _unit(w_star).detach()
+    if eps >= 1:
+        raise ValueError(f"eps must lie in (0, 1) (a kick on the unit sphere); got eps = {eps}.")
+    step = check_positive("step", step)
+    w_star = _unit(w_star, "w_star").detach()
+    _check_A_fn(A_fn)
     Q = tangent_basis(w_star)
-    g = torch.randn(directions, Q.shape[1], generator=generator, dtype=torch.float64)
+    g = randn(directions, Q.shape[1], generator=generator, device=w_star.device, dtype=w_star.dtype)
     U = (g / torch.linalg.vector_norm(g, dim=1, keepdim=True)) @ Q.T
     out = []
-    with one_thread(), torch.no_grad():
+    with single_thread(), torch.no_grad():
         for u in U:
             w = math.sqrt(1 - eps * eps) * w_star + eps * u
             for _ in range(steps):
                 w = w + step * projected_field(w, A_fn)
                 w = w / torch.linalg.vector_norm(w)
-            out.append(float(torch.linalg.vector_norm(w - w_star)))
-    return torch.tensor(out, dtype=torch.float64)
+            out.append(torch.linalg.vector_norm(w - w_star))
+    return torch.stack(out)
 
 
 @dataclass
@@ -304,9 +341,13 @@ def power_iteration(w0, A_fn, *, steps: int = 100, shift: float = 0.0, cycle_tol
     """
     steps = check_int("steps", steps, 1)
     shift = check_nonnegative("shift", shift)
-    w = _unit(w0).detach()
+    cycle_tol = check_positive("cycle_tol", cycle_tol)
+    w = _unit(w0, "w0").detach()
+    if w.shape[0] < 2:
+        raise ValueError(f"w0 must have d >= 2 entries (the gap needs two eigenvalues); got d = {w.shape[0]}.")
+    _check_A_fn(A_fn)
     Ws, cs, gaps = [w], [], []
-    with one_thread(), torch.no_grad():
+    with single_thread(), torch.no_grad():
         for t in range(steps + 1):
             A = A_fn(w)
             ev, evec = torch.linalg.eigh(A)
@@ -325,15 +366,21 @@ def power_iteration(w0, A_fn, *, steps: int = 100, shift: float = 0.0, cycle_tol
             if float(torch.linalg.vector_norm(W[-1] - W[-1 - p])) < cycle_tol:
                 cycle = p
                 break
-    return PowerIteration(W, disc, torch.tensor(cs, dtype=torch.float64), torch.tensor(gaps, dtype=torch.float64), cycle)
+    as_w = dict(dtype=w.dtype, device=w.device)
+    return PowerIteration(W, disc, torch.tensor(cs, **as_w), torch.tensor(gaps, **as_w), cycle)
 
 
 def perturbed_patterns(d: int, eta: float, *, generator: torch.Generator) -> torch.Tensor:
-    r"""Fig. 1 (right): :math:`U = \mathrm{orth} + \eta\,G/\sqrt d`, columns renormalised, ``[d, d]`` (:math:`G` standard normal)."""
+    r"""Fig. 1 (right): :math:`U = Q + \eta\,G/\sqrt d` with columns renormalised, ``[d, d]``.
+
+    :math:`Q` is Haar-orthogonal (:func:`clbook.linalg.haar_orthonormal`) and :math:`G` standard normal, both drawn
+    on the CPU with ``generator`` (in that order), then moved to the device and dtype of :func:`clbook.setup`;
+    ``d >= 1``, ``eta >= 0``.
+    """
     d = check_int("d", d, 1)
     eta = check_nonnegative("eta", eta)
-    Q, _ = torch.linalg.qr(torch.randn(d, d, generator=generator, dtype=torch.float64))
-    U = Q + eta * torch.randn(d, d, generator=generator, dtype=torch.float64) / math.sqrt(d)
+    Q = haar_orthonormal(d, generator=generator)
+    U = Q + eta * randn(d, d, generator=generator, device=Q.device, dtype=Q.dtype) / math.sqrt(d)
     return U / torch.linalg.vector_norm(U, dim=0, keepdim=True)
 
 
@@ -344,6 +391,9 @@ def lemma7_terms(A, w) -> dict:
     (:math:`\sqrt{2(1+\mu c)(1-c)}`)."""
     A = check_tensor("A", A, ndim=3)
     w = check_tensor("w", w, ndim=2)
+    if A.shape[1] != A.shape[2] or A.shape[1] < 2 or w.shape != A.shape[:2]:
+        raise ValueError(f"A must be [n, d, d] with d >= 2 and w [n, d]; got A of shape {tuple(A.shape)} and w of shape "
+                         f"{tuple(w.shape)}.")
     ev, evec = torch.linalg.eigh(A)
     phi = evec[..., -1]
     c = (phi * w).sum(-1)
@@ -392,7 +442,7 @@ def cyclic_landscape(theta, angles, *, order: int) -> torch.Tensor:
     theta = check_tensor("theta", theta, ndim=1)
     angles = check_tensor("angles", angles, ndim=1)
     n = check_int("order", order, 1)
-    shifts = 2 * math.pi * torch.arange(n, dtype=theta.dtype) / n
+    shifts = 2 * math.pi * torch.arange(n, dtype=theta.dtype, device=theta.device) / n
     delta = theta[:, None, None] - angles[None, :, None] - shifts[None, None, :]
     b = torch.clamp(torch.cos(delta), min=0).mean(-1)
     return 0.5 * b.var(dim=1, unbiased=False)
@@ -403,10 +453,10 @@ def mixture_grid(mix: Mixture, *, points: int = 301, reach: float = 5.0) -> tupl
     and weights ``[n]`` :math:`p(x)h^2`, renormalised to sum to one."""
     mix = _check_mixture(mix)
     if mix.means.shape[1] != 2:
-        raise ValueError("mixture_grid needs 2-D data.")
+        raise ValueError(f"mixture_grid needs 2-D data; got mix.means of shape {tuple(mix.means.shape)}.")
     points = check_int("points", points, 3)
     half = float(mix.means.abs().max()) + check_positive("reach", reach) * mix.sigma
-    t = torch.linspace(-half, half, points, dtype=torch.float64)
+    t = torch.linspace(-half, half, points, dtype=mix.means.dtype, device=mix.means.device)
     x = torch.cartesian_prod(t, t)
     d2 = ((x.unsqueeze(1) - mix.means.unsqueeze(0)) ** 2).sum(-1)
     p = (mix.weights * torch.exp(-d2 / (2 * mix.sigma ** 2))).sum(1)
@@ -427,14 +477,21 @@ def gaussian_alpha_covariance(w, w_alpha, nodes, weights, *, temperature: float,
     """
     nodes = check_tensor("nodes", nodes, ndim=2)
     weights = check_tensor("weights", weights, ndim=1)
+    if weights.shape[0] != nodes.shape[0] or bool((weights < 0).any()):
+        raise ValueError(f"weights must hold {nodes.shape[0]} non-negative numbers, one per node; got shape "
+                         f"{tuple(weights.shape)}.")
     tau = check_positive("temperature", temperature)
     terms = check_int("terms", terms, 1)
-    g = torch.clamp(nodes @ _unit(w_alpha), min=0)
-    ls = torch.arange(terms, dtype=torch.float64)
+    w, w_alpha = _unit(w), _unit(w_alpha, "w_alpha")
+    if w.shape[0] != nodes.shape[1] or w_alpha.shape[0] != nodes.shape[1]:
+        raise ValueError(f"w and w_alpha must have d = {nodes.shape[1]} entries, like the nodes; got {w.shape[0]} and "
+                         f"{w_alpha.shape[0]}.")
+    g = torch.clamp(nodes @ w_alpha, min=0)
+    ls = torch.arange(terms, dtype=nodes.dtype, device=nodes.device)
     logphi = (-g * g / (2 * tau)).unsqueeze(1) + torch.special.xlogy(ls.unsqueeze(0), g.unsqueeze(1)) \
         - 0.5 * torch.lgamma(ls + 1) - 0.5 * ls * math.log(tau)
     phi = torch.exp(logphi)                                                    # [n, L]
-    xt = nodes * (nodes @ _unit(w) > 1e-12).to(nodes.dtype).unsqueeze(1)
+    xt = nodes * (nodes @ w > 1e-12).to(nodes.dtype).unsqueeze(1)
     z = weights @ phi                                                          # [L]
     k = phi @ z                                                                # E_y K(x, y)
     m = (phi * weights.unsqueeze(1)).T @ xt                                    # [L, d]
@@ -451,9 +508,11 @@ def lemma_terms_along(W, A_fn) -> dict:
     with :math:`w(t)`; ``A_fn`` must give positive definite matrices along the trajectory.
     """
     W = check_tensor("W", W, ndim=2)
+    if W.shape[0] < 2 or W.shape[1] < 2:
+        raise ValueError(f"W must hold T + 1 >= 2 iterates of dimension d >= 2; got shape {tuple(W.shape)}.")
     out = {k: [] for k in ("c", "d", "c_next", "mu", "L", "kappa", "nu", "omega", "gap")}
-    with one_thread(), torch.no_grad():
-        As = [A_fn(w) for w in W]
+    with single_thread(), torch.no_grad():
+        As = [_A_at(A_fn, w) for w in W]
         eig = [torch.linalg.eigh(A) for A in As]
         for t in range(W.shape[0] - 1):
             (ev, V), (_, V1) = eig[t], eig[t + 1]
@@ -471,22 +530,40 @@ def lemma_terms_along(W, A_fn) -> dict:
             nu = 2 * kappa * L * L * (1 + mu * c) + 2 * L / gap * math.sqrt(mu * (1 + mu * c))
             for k, v in zip(out, (c, d, float(phi1 @ W[t + 1]), mu, L, kappa, nu, mu + nu, gap), strict=True):
                 out[k].append(v)
-    return {k: torch.tensor(v, dtype=torch.float64) for k, v in out.items()}
+    return {k: torch.tensor(v, dtype=W.dtype, device=W.device) for k, v in out.items()}
 
 
 def omega_at(w, A_fn) -> float:
     r"""Def. 4's irregularity :math:`\omega(w) = \mu + \nu` at one point, from one power-iteration step
     (local :math:`L`, :math:`\kappa`, see :func:`lemma_terms_along`)."""
     w = _unit(w).detach()
-    with one_thread(), torch.no_grad():
-        v = A_fn(w) @ w
+    with single_thread(), torch.no_grad():
+        v = _A_at(A_fn, w) @ w
     return float(lemma_terms_along(torch.stack([w, v / torch.linalg.vector_norm(v)]), A_fn)["omega"][0])
 
 
 def thm3_cap(c0: float, gamma: float) -> float:
     r"""Thm 3's cap :math:`B_\gamma = \{w: w^\top w(0)\ge(c_0-c_\gamma)/(1-c_\gamma)\}` with
-    :math:`c_\gamma = 2\sqrt\gamma/(1+\gamma)`: returns the threshold."""
+    :math:`c_\gamma = 2\sqrt\gamma/(1+\gamma)`: returns the threshold; ``0 <= gamma < 1``, ``-1 <= c0 <= 1``."""
     gamma = check_in_range("gamma", gamma, 0.0, 1.0)
+    if gamma == 1.0:
+        raise ValueError("gamma must be < 1 (Thm 3 needs a contraction); got gamma = 1.0.")
     c0 = check_in_range("c0", c0, -1.0, 1.0)
     cg = 2 * math.sqrt(gamma) / (1 + gamma)
     return (c0 - cg) / (1 - cg)
+
+
+def mixture_landscape(theta, mix: Mixture) -> torch.Tensor:
+    r"""The 2-D landscape :math:`\mathcal E(\theta) = \tfrac12\mathbb V[\mathrm{relu}(w^\top x)]`, :math:`w = (\cos\theta, \sin\theta)`,
+    of a Gaussian mixture in closed form (uniform :math:`\alpha`, Cor. 1), ``theta [T]`` -> ``[T]``.
+
+    With :math:`a_k = w^\top m_k/\sigma`: :math:`\mathbb E_k[\mathrm{relu}] = \sigma(a_k\Phi + \varphi)`,
+    :math:`\mathbb E_k[\mathrm{relu}^2] = \sigma^2((a_k^2+1)\Phi + a_k\varphi)`.
+    """
+    theta = check_tensor("theta", theta, ndim=1)
+    mix = _check_mixture(mix, torch.zeros(2, dtype=theta.dtype, device=theta.device))
+    a = torch.stack([torch.cos(theta), torch.sin(theta)], 1) @ mix.means.T / mix.sigma
+    Phi, phi = _std(a)
+    m1 = (a * Phi + phi) @ mix.weights * mix.sigma
+    m2 = ((a * a + 1) * Phi + a * phi) @ mix.weights * mix.sigma ** 2
+    return 0.5 * (m2 - m1 ** 2)

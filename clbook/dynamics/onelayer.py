@@ -19,7 +19,9 @@ Two settings:
   over a finite distribution (``atoms [n, d]``, ``probs [n]``), e.g. :mod:`clbook.data.latent`; vectorised over
   ``K`` nodes (``W [K, d]``);
 * **batch** (:func:`gated_covariance_batch`, :func:`energy_batch`): any :math:`\alpha` and two augmented views,
-  :math:`\mathbb C^{(N)}_\alpha` in the paper's scaling (:func:`clbook.kernels.paper_covariance`).
+  :math:`\mathbb C^{(N)}_\alpha` of the paper's Eq. 3 (:func:`clbook.covariance.contrastive_covariance` with
+  ``convention="tian2023"``: :math:`1/2N^2`, all :math:`i, j`; pass an :math:`\alpha` with a zero diagonal to leave
+  out :math:`j = i`).
 
 The ReLU gate is *tolerance-aware*: a sample counts as active only if :math:`w^\top x > \mathrm{tol}` (default
 ``1e-12``), the paper's convention :math:`h'(0) = 0` made robust to round-off. In the latent categorical model the
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._validate import check_choice, check_int, check_nonnegative, check_positive, check_tensor
+from .._validate import check_choice, check_int, check_nonnegative, check_positive, check_real, check_tensor
 
 __all__ = [
     "ACTIVATIONS", "activation", "activation_derivative", "homogeneity_degree", "gated_inputs", "gated_covariance",
@@ -51,8 +53,13 @@ def _check_activation(name: str) -> str:
 
 
 def activation(t: torch.Tensor, name: str, *, slope: float = 0.05) -> torch.Tensor:
-    r"""The activation :math:`h(t)`: ``linear``, ``relu``, ``leaky_relu`` (``slope`` for :math:`t\le0`), ``quadratic`` (:math:`t^2`)."""
+    r"""The activation :math:`h(t)`: ``linear``, ``relu``, ``leaky_relu`` (``slope`` for :math:`t\le0`), ``quadratic`` (:math:`t^2`).
+
+    ``t`` is a floating-point tensor of any shape (NaN and infinities pass through); ``slope`` is finite.
+    """
     _check_activation(name)
+    t = check_tensor("t", t, finite=False)
+    slope = check_real("slope", slope)
     if name == "linear":
         return t
     if name == "relu":
@@ -63,8 +70,13 @@ def activation(t: torch.Tensor, name: str, *, slope: float = 0.05) -> torch.Tens
 
 
 def activation_derivative(t: torch.Tensor, name: str, *, slope: float = 0.05, tol: float = GATE_TOL) -> torch.Tensor:
-    r""":math:`h'(t)` with the gate convention :math:`h'(t) = 0` (ReLU) or ``slope`` (leaky) for :math:`t\le\mathrm{tol}`."""
+    r""":math:`h'(t)` with the gate convention :math:`h'(t) = 0` (ReLU) or ``slope`` (leaky) for :math:`t\le\mathrm{tol}`.
+
+    ``t`` is a floating-point tensor of any shape; ``tol >= 0``.
+    """
     _check_activation(name)
+    t = check_tensor("t", t, finite=False)
+    slope = check_real("slope", slope)
     tol = check_nonnegative("tol", tol)
     if name == "linear":
         return torch.ones_like(t)
@@ -86,20 +98,24 @@ def homogeneity_degree(name: str) -> int:
 def _as_nodes(W) -> tuple[torch.Tensor, bool]:
     W = check_tensor("W", W)
     if W.ndim == 1:
-        return W.unsqueeze(0), True
-    if W.ndim != 2:
-        raise ValueError(f"W must be [d] (one node) or [K, d]; got {tuple(W.shape)}.")
-    return W, False
+        W, single = W.unsqueeze(0), True
+    elif W.ndim == 2:
+        single = False
+    else:
+        raise ValueError(f"W must be [d] (one node) or [K, d]; got shape {tuple(W.shape)}.")
+    if W.shape[0] < 1 or W.shape[1] < 1:
+        raise ValueError(f"W must hold at least one node of dimension d >= 1; got shape {tuple(W.shape)}.")
+    return W, single
 
 
 def _check_data(atoms, probs, d: int) -> tuple[torch.Tensor, torch.Tensor]:
     atoms = check_tensor("atoms", atoms, ndim=2)
-    if atoms.shape[1] != d:
-        raise ValueError(f"atoms must be [n, {d}] to match W; got {tuple(atoms.shape)}.")
+    if atoms.shape[1] != d or atoms.shape[0] < 1:
+        raise ValueError(f"atoms must be [n >= 1, {d}] to match W; got {tuple(atoms.shape)}.")
     n = atoms.shape[0]
     p = torch.full((n,), 1.0 / n, dtype=atoms.dtype, device=atoms.device) if probs is None else check_tensor("probs", probs, ndim=1)
     if p.shape[0] != n or bool((p < 0).any()) or abs(float(p.sum()) - 1) > 1e-9:
-        raise ValueError(f"probs must be a probability vector over the {n} atoms.")
+        raise ValueError(f"probs must be a probability vector over the {n} atoms (>= 0, summing to 1).")
     return atoms, p.to(atoms)
 
 
@@ -131,15 +147,30 @@ def gated_covariance(W, atoms, probs=None, *, activation: str = "relu", slope: f
     return A[0] if single else A
 
 
+def _check_views(x1, x2, alpha) -> tuple[torch.Tensor, torch.Tensor]:
+    x1, x2 = check_tensor("x1", x1, ndim=2), check_tensor("x2", x2, ndim=2)
+    if x1.shape != x2.shape or x1.shape[0] < 2:
+        raise ValueError(f"x1 and x2 must be the two views [N >= 2, d] of one batch; got x1 {tuple(x1.shape)} and x2 {tuple(x2.shape)}.")
+    alpha = check_tensor("alpha", alpha, ndim=2)
+    if alpha.shape != (x1.shape[0],) * 2:
+        raise ValueError(f"alpha must have shape [N, N] = [{x1.shape[0]}, {x1.shape[0]}]; got {tuple(alpha.shape)}.")
+    return x1, x2
+
+
 def gated_covariance_batch(w, x1, x2, alpha, *, activation: str = "relu", slope: float = 0.05,
                            tol: float = GATE_TOL) -> torch.Tensor:
-    r"""Finite-batch :math:`A(w) = \mathbb C^{(N)}_\alpha[\tilde x^w]` with two views (paper scaling), ``[d, d]``."""
-    from ..kernels import paper_covariance
+    r"""Finite-batch :math:`A(w) = \mathbb C^{(N)}_\alpha[\tilde x^w]` of Eq. 3 with two views, ``[d, d]``.
+
+    ``w [d]``; ``x1, x2 [N, d]`` the two views (``N >= 2``); ``alpha [N, N]`` (its diagonal weighs the positive
+    pairs, as in Eq. 3). Uses :func:`clbook.covariance.contrastive_covariance` with ``convention="tian2023"``.
+    """
+    from ..covariance import contrastive_covariance
 
     w = check_tensor("w", w, ndim=1)
+    _check_views(x1, x2, alpha)
     g1 = gated_inputs(w, x1, activation=activation, slope=slope, tol=tol)
     g2 = gated_inputs(w, x2, activation=activation, slope=slope, tol=tol)
-    return paper_covariance(alpha, g1, g2)
+    return contrastive_covariance(alpha, g1, g2, convention="tian2023")
 
 
 def energy(W, atoms, probs=None, *, activation: str = "relu", slope: float = 0.05) -> torch.Tensor:
@@ -153,11 +184,16 @@ def energy(W, atoms, probs=None, *, activation: str = "relu", slope: float = 0.0
 
 
 def energy_batch(w, x1, x2, alpha, *, activation: str = "relu", slope: float = 0.05) -> torch.Tensor:
-    r"""Finite-batch energy :math:`\tfrac12\mathbb C^{(N)}_\alpha[h(w^\top x)]` (differentiable in ``w``; detach ``alpha``)."""
-    from ..kernels import paper_covariance
+    r"""Finite-batch energy :math:`\tfrac12\mathbb C^{(N)}_\alpha[h(w^\top x)]` of Eq. 3, a 0-d tensor (differentiable in
+    ``w``; detach ``alpha``). Shapes as in :func:`gated_covariance_batch`."""
+    from ..covariance import contrastive_covariance
 
     w = check_tensor("w", w, ndim=1)
-    return 0.5 * paper_covariance(alpha, _h(x1 @ w, activation, slope=slope), _h(x2 @ w, activation, slope=slope)).squeeze()
+    x1, x2 = _check_views(x1, x2, alpha)
+    if x1.shape[1] != w.shape[0]:
+        raise ValueError(f"x1 must be [N, {w.shape[0]}] to match w; got {tuple(x1.shape)}.")
+    f1, f2 = _h(x1 @ w, activation, slope=slope), _h(x2 @ w, activation, slope=slope)
+    return 0.5 * contrastive_covariance(alpha, f1, f2, convention="tian2023").squeeze()
 
 
 def projected_rhs(W, atoms, probs=None, *, activation: str = "relu", slope: float = 0.05,

@@ -154,3 +154,47 @@ def test_thm3_cap_and_omega():
     assert 0 < near < 1
     with pytest.raises(ValueError):
         critical.thm3_cap(0.5, 1.5)
+
+
+def test_perturbed_patterns_are_haar_plus_noise():
+    import clbook
+    from clbook.linalg import haar_orthonormal, stiefel_error
+
+    U0 = critical.perturbed_patterns(6, 0.0, generator=clbook.generator(3))
+    assert stiefel_error(U0) < 1e-13
+    assert torch.allclose(U0, haar_orthonormal(6, generator=clbook.generator(3), dtype=torch.float64), atol=1e-15)
+    U = critical.perturbed_patterns(6, 0.3, generator=clbook.generator(3))
+    assert torch.allclose(U.norm(dim=0), torch.ones(6, dtype=U.dtype), atol=1e-14)
+    assert stiefel_error(U) > 1e-3
+
+
+def test_perturb_and_return_is_seeded_and_contracts():
+    import clbook
+
+    mix = critical.three_clusters(0.3)
+    A_fn = lambda v: critical.mixture_gated_covariance(v, mix)  # noqa: E731
+    w = critical.find_critical(mix.means[0], A_fn)
+    a = critical.perturb_and_return(w, A_fn, eps=0.05, directions=3, generator=clbook.generator(1), step=2.0, steps=30)
+    b = critical.perturb_and_return(w, A_fn, eps=0.05, directions=3, generator=clbook.generator(1), step=2.0, steps=30)
+    assert torch.equal(a, b) and float(a.max()) < 1e-3
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: critical.three_clusters(0.3, weights=(0.5, 0.5)), "weights"),
+    (lambda: critical.three_clusters(0.3, weights=(0.5, -0.5, 1.0)), "weights"),
+    (lambda: critical.mixture_gated_covariance(torch.ones(3, dtype=torch.float64), critical.three_clusters(0.3)), "w"),
+    (lambda: critical.stability_report(torch.ones(2, dtype=torch.float64), "A"), "A_fn"),
+    (lambda: critical.stability_report(torch.ones(2, dtype=torch.float64), lambda v: torch.eye(3, dtype=torch.float64)), "A_fn"),
+    (lambda: critical.tangent_basis(torch.ones(1, dtype=torch.float64)), "w"),
+    (lambda: critical.perturb_and_return(torch.ones(2, dtype=torch.float64), lambda v: torch.eye(2, dtype=torch.float64), eps=1.5,
+                                         directions=1, generator=torch.Generator()), "eps"),
+    (lambda: critical.thm3_cap(0.5, 1.0), "gamma"),
+    (lambda: critical.lemma7_terms(torch.eye(2, dtype=torch.float64)[None], torch.ones(1, 3, dtype=torch.float64)), "w"),
+    (lambda: critical.gaussian_alpha_covariance(torch.ones(2, dtype=torch.float64), torch.ones(2, dtype=torch.float64),
+                                                torch.ones(4, 2, dtype=torch.float64), torch.ones(3, dtype=torch.float64),
+                                                temperature=1.0), "weights"),
+    (lambda: critical.lemma_terms_along(torch.ones(1, 2, dtype=torch.float64), lambda v: torch.eye(2, dtype=torch.float64)), "W"),
+])
+def test_bad_input_names_the_parameter(call, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        call()

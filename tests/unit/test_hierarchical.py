@@ -105,6 +105,11 @@ def test_bn_rules_differ_and_training_learns():
     (lambda: hx.Variant("tanh"), "activation"),
     (lambda: hx.Variant(bn="half"), "bn"),
     (lambda: hx.train([hx.Variant()], [1], beta=0, candidates=1), "beta"),
+    (lambda: hx.jobs("table1", seeds=[0]), "seeds"),
+    (lambda: hx.load("nope"), "name"),
+    (lambda: hx.infonce_loss(torch.zeros(1, 3), torch.zeros(1, 3)), "n >= 2"),
+    (lambda: hx.filter_gradients(hx.Variant(), torch.zeros(2, 3, 4), torch.zeros(5, 6), torch.zeros(8, 2, dtype=torch.long),
+                                 torch.full((8, 2), 9), torch.ones(4)), "tokens"),
 ])
 def test_bad_input(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
@@ -112,11 +117,72 @@ def test_bad_input(call, match):
 
 
 def test_command_line_quick_bench(tmp_path):
-    assert hx.main(["bench", "--quick", "--out", str(tmp_path)]) == 0
-    import json
+    assert hx.main(["bench", "--quick", "--out", str(tmp_path), "--workers", "1"]) == 0
+    data = hx.load("quick-bench", directory=tmp_path)
+    result = data["jobs"]["bench"]["result"]
+    assert data["complete"] and result["runs"] == 12 and result["ms_per_iteration_per_run"] > 0
+    assert data["provenance"]["command"].endswith("bench --quick --out " + str(tmp_path) + " --workers 1")
 
-    data = json.loads((tmp_path / "quick-bench.json").read_text())
-    assert data["runs"] == 12 and data["ms_per_iteration_per_run"] > 0 and data["provenance"]["command"].startswith("bench")
+
+@pytest.mark.parametrize("argv", [["nope"], ["table1", "--seeds", "a,b"], ["table1", "--seeds", "0"], ["table1", "--seeds", "1,1"],
+                                  ["fig4", "--betas", ""], ["fig4", "--candidates", "30"], ["table1", "--workers", "0"]])
+def test_command_line_rejects_bad_arguments_without_writing(tmp_path, argv, capsys):
+    try:
+        status = hx.main(argv + ["--out", str(tmp_path)])
+    except SystemExit as exc:  # argparse: one line "error: ..." and exit status 2
+        status = exc.code
+    assert status == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and "error:" in err[-1]
+    assert not list(tmp_path.iterdir()), "a bad command line must not write anything"
+
+
+def test_converted_results_load_and_are_not_resumed(tmp_path):
+    table1, fig4 = hx.load("table1"), hx.load("fig4")
+    assert table1["complete"] and "converted" in table1["provenance"] and len(table1["jobs"]) == 16
+    rows = hx.rows(fig4)
+    assert len(rows) == 16 * 8 * 3 and rows == sorted(rows, key=lambda r: (r["beta"], r["candidates"]))
+    todo, settings = hx.jobs("table1")
+    assert settings == table1["settings"] and {j.key: j.params for j in todo} == {k: v["params"] for k, v in table1["jobs"].items()}
+    (tmp_path / "quick-table1.json").write_text((__import__("json")).dumps(table1 | {"name": "quick-table1"}))
+    with pytest.raises(ValueError, match="fresh"):
+        hx.run("table1", quick=True, out=tmp_path, workers=1, progress=False)
+    digits, bench = hx.load("digits"), hx.load("bench")
+    assert set(digits["jobs"]) == {"plain", "augmented"} and bench["jobs"]["bench"]["result"]["runs"] == 12
+
+
+def test_infonce_loss_is_eq1_with_eps_one_and_not_nt_xent():
+    from clbook import losses
+    from clbook.losses.ntxent import nt_xent_reference
+
+    g = torch.Generator().manual_seed(4)
+    z1 = torch.nn.functional.normalize(torch.randn(8, 5, generator=g, dtype=torch.float64), dim=-1)
+    z2 = torch.nn.functional.normalize(torch.randn(8, 5, generator=g, dtype=torch.float64), dim=-1)
+    ours = hx.infonce_loss(z1, z2, temperature=0.1)
+    eq1 = losses.infonce_reference(z1, z2, temperature=0.1, eps=1.0) / (8 * 0.1)
+    assert abs(float(ours) - float(eq1)) < 1e-12
+    assert abs(float(ours) - float(nt_xent_reference(z1, z2, temperature=0.1))) > 0.1
+    stacked = hx.infonce_loss(torch.stack([z1, z2]), torch.stack([z2, z1]), temperature=0.1)
+    assert abs(float(stacked[0]) - float(ours)) < 1e-12
+
+
+def test_rank_one_top_layer_with_normalised_outputs_has_zero_gradient():
+    """With l2-normalised outputs, V = v s^T maps every input to +-v/|v|: the loss depends on signs only."""
+    w = hg.make_worlds([1], candidates_per_position=3)
+    t1, t2, _ = hg.sample_tokens(w, 32, generator=torch.Generator().manual_seed(0))
+    g = torch.Generator().manual_seed(1)
+    W1 = torch.randn(10, 4, 20, generator=g, dtype=torch.float64) / 20 ** 0.5
+    V = torch.randn(6, 1, generator=g, dtype=torch.float64) @ torch.randn(1, 40, generator=g, dtype=torch.float64) / 40 ** 0.5
+    generic = torch.randn(6, 40, generator=g, dtype=torch.float64) / 40 ** 0.5
+    args = (t1[0], t2[0], w.magnitudes)
+    for act in ("relu", "linear"):
+        flat = hx.filter_gradients(hx.Variant(act, "infonce", "none"), W1, V, *args)
+        live = hx.filter_gradients(hx.Variant(act, "infonce", "none"), W1, V, *args, normalize=False)
+        assert float(flat.abs().max()) < 1e-12 < 1e-3 < float(live.abs().max())
+        assert float(hx.filter_gradients(hx.Variant(act, "infonce", "none"), W1, generic, *args).abs().max()) > 1e-3
+    lin = hx.filter_gradients(hx.Variant("linear", "infonce", "none"), W1, V, *args, normalize=False)
+    s = torch.linalg.svdvals(lin)
+    assert float((s[:, 1] / s[:, 0]).max()) < 1e-12, "Theorem 4 (1): co-linear rows"
 
 
 def test_summary_and_claims_on_synthetic_rows():
@@ -133,6 +199,7 @@ def test_summary_and_claims_on_synthetic_rows():
     mean, std, count = stats["relu", "infonce", "mean", 10, 3]
     assert count == 2 and abs(mean - 0.65) < 1e-12 and abs(std - 0.01) < 1e-12
     claims = hx.fig4_claims(rows)
-    assert claims["P = 1, β = 1: linear beats ReLU"] < 0
-    assert abs(claims["InfoNCE beats quadratic loss (mean of all cells)"] - 0.05) < 1e-12
-    assert abs(claims["ReLU has the lowest χ̄₋ (P > 1, β > 1; margin)"] - 0.1) < 1e-12
+    assert all(len(v) == 2 for v in claims.values()), "one value per seed"
+    assert max(claims["P = 1, β = 1: linear beats ReLU"]) < 0
+    assert all(abs(v - 0.05) < 1e-12 for v in claims["InfoNCE beats quadratic loss (mean of all cells)"])
+    assert all(abs(v - 0.1) < 1e-12 for v in claims["ReLU has the lowest χ̄₋ (P > 1, β > 1; margin)"])

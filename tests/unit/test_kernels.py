@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import clbook
-from clbook import covariance, kernels
+from clbook import kernels
 
 F64 = torch.float64
 
@@ -93,12 +93,19 @@ def test_uniform_limit_is_weighted_covariance():
     assert bool((torch.linalg.eigvalsh(lim) > -1e-14).all())
 
 
-def test_paper_covariance_scaling_and_no_augmentation():
-    x = clbook.randn(40, 3, generator=clbook.generator(5))
-    ones = kernels.uniform_alpha(40)
-    C = kernels.paper_covariance(ones, x, x)
-    assert torch.allclose(C, covariance.contrastive_covariance(ones, x, x) / (2 * 40**2), atol=1e-15)
-    assert torch.allclose(C, torch.cov(x.T, correction=0), atol=1e-13)
+def test_pairwise_limit_loop_oracle():
+    gen = clbook.generator(5)
+    g = clbook.randn(6, 2, generator=gen)
+    p = torch.softmax(clbook.randn(6, generator=gen), 0)
+    K = kernels.gaussian_alpha(clbook.randn(6, generator=gen), temperature=0.4)
+    want = sum(0.5 * p[i] * p[j] * K[i, j] * torch.outer(g[i] - g[j], g[i] - g[j]) for i in range(6) for j in range(6))
+    assert torch.allclose(kernels.pairwise_limit(g, p, K), want, atol=1e-14)
+
+
+def test_uniform_alpha_follows_setup_and_converts_integers():
+    assert kernels.uniform_alpha(3).dtype == F64 and kernels.uniform_features(3).shape == (3, 1)
+    A = kernels.gaussian_alpha(torch.tensor([0, 1, 2]), temperature=1.0)   # integers are converted on purpose
+    assert A.dtype == F64 and float(A[0, 1]) == pytest.approx(math.exp(-0.5))
 
 
 def test_bad_inputs():
@@ -116,4 +123,14 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="kernel"):
         kernels.pairwise_limit(g, torch.full((3,), 1 / 3, dtype=F64), torch.ones(2, 2, dtype=F64))
     with pytest.raises(TypeError, match="g"):
-        kernels.gaussian_alpha([1.0, 2.0], temperature=1.0)
+        kernels.gaussian_alpha("g", temperature=1.0)
+    with pytest.raises(ValueError, match="g"):
+        kernels.gaussian_alpha(torch.tensor([0.0, float("nan")], dtype=F64), temperature=1.0)
+    with pytest.raises(ValueError, match="shift"):
+        kernels.gaussian_log_features(torch.ones(3, 2, dtype=F64), temperature=1.0, terms=3, shift=torch.zeros(3, dtype=F64))
+    with pytest.raises(ValueError, match="gbar"):
+        kernels.pairwise_limit(torch.ones(1, 2, dtype=F64), torch.ones(1, dtype=F64), torch.ones(1, 1, dtype=F64))
+    with pytest.raises(ValueError, match="features"):
+        kernels.variance_limit(torch.ones(3, 1, dtype=F64), torch.full((3,), 1 / 3, dtype=F64), torch.ones(4, 2, dtype=F64))
+    with pytest.raises(ValueError, match="log_a"):
+        kernels.log_kernel_from_features(torch.full((2, 2), float("nan"), dtype=F64), torch.zeros(2, 2, dtype=F64))

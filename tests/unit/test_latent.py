@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import clbook
 from clbook.data import latent
+from clbook.linalg import haar_orthonormal
 
 F64 = torch.float64
 
@@ -18,17 +19,11 @@ def _setup():
     clbook.setup(seed=0)
 
 
-def test_random_orthonormal():
-    U = latent.random_orthonormal(6, 4, generator=clbook.generator(0))
-    assert U.shape == (6, 4)
-    assert torch.allclose(U.T @ U, torch.eye(4, dtype=F64), atol=1e-14)
-
-
 @settings(max_examples=20, deadline=None)
 @given(M=st.integers(1, 6), seed=st.integers(0, 1000))
 def test_summation_moments(M, seed):
     gen = clbook.generator(seed)
-    U = latent.random_orthonormal(M, generator=gen)
+    U = haar_orthonormal(M, generator=gen)
     q = 0.05 + 0.9 * clbook.rand(M, generator=gen)
     s = 0.5 + clbook.rand(M, generator=gen)
     model = latent.latent_summation(U, q, scales=s)
@@ -41,7 +36,7 @@ def test_summation_moments(M, seed):
 
 
 def test_summation_loop_oracle():
-    U = latent.random_orthonormal(3, generator=clbook.generator(1))
+    U = haar_orthonormal(3, generator=clbook.generator(1))
     q = torch.tensor([0.2, 0.5, 0.7], dtype=F64)
     model = latent.latent_summation(U, q)
     for k, bits in enumerate(itertools.product((1, 0), repeat=3)):
@@ -52,7 +47,7 @@ def test_summation_loop_oracle():
 
 
 def test_categorical_and_sampling():
-    U = latent.random_orthonormal(4, generator=clbook.generator(2))
+    U = haar_orthonormal(4, generator=clbook.generator(2))
     p = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=F64)
     model = latent.latent_categorical(U, p)
     assert torch.equal(model.atoms, U.T)
@@ -62,7 +57,7 @@ def test_categorical_and_sampling():
 
 
 def test_predictions_and_threshold():
-    U = latent.random_orthonormal(4, generator=clbook.generator(4))
+    U = haar_orthonormal(4, generator=clbook.generator(4))
     model = latent.latent_summation(U, 0.25)
     A = latent.eq9_prediction(model, 1)
     ev = torch.linalg.eigvalsh(A)
@@ -72,7 +67,7 @@ def test_predictions_and_threshold():
 
 
 def test_bad_inputs():
-    U = latent.random_orthonormal(3, generator=clbook.generator(5))
+    U = haar_orthonormal(3, generator=clbook.generator(5))
     with pytest.raises(ValueError, match="q"):
         latent.latent_summation(U, 1.0)
     with pytest.raises(ValueError, match="scales"):
@@ -85,3 +80,28 @@ def test_bad_inputs():
         latent.eq9_prediction(latent.latent_categorical(U, torch.full((3,), 1 / 3, dtype=F64)), 0)
     with pytest.raises(TypeError, match="LatentModel"):
         latent.sample("model", 3, generator=clbook.generator(0))
+    with pytest.raises(ValueError, match="q"):
+        latent.latent_summation(U, torch.tensor([0.2, 0.3], dtype=F64))
+    with pytest.raises(ValueError, match="U"):
+        latent.latent_summation(torch.zeros(3, 0, dtype=F64), 0.2)
+    with pytest.raises(ValueError, match="U"):
+        latent.latent_summation(torch.full((3, 3), float("nan"), dtype=F64), 0.2)
+    with pytest.raises(TypeError, match="U"):
+        latent.latent_summation("U", 0.2)
+    with pytest.raises(ValueError, match="M = 16"):
+        latent.latent_summation(torch.eye(17, dtype=F64), 0.2)
+    with pytest.raises(ValueError, match="m"):
+        latent.eq8_prediction(latent.latent_categorical(U, torch.full((3,), 1 / 3, dtype=F64)), 3)
+    with pytest.raises(ValueError, match="n"):
+        latent.sample(latent.latent_summation(U, 0.3), 0, generator=clbook.generator(0))
+
+
+def test_integer_and_list_input_is_converted():
+    model = latent.latent_categorical([[1, 0], [0, 1]], [0.25, 0.75])
+    assert model.atoms.dtype == F64 and torch.equal(model.atoms, torch.eye(2, dtype=F64))
+
+
+def test_model_follows_the_dtype_of_U():
+    U = haar_orthonormal(3, generator=clbook.generator(6), dtype=torch.float32)
+    model = latent.latent_summation(U, 0.3)
+    assert model.atoms.dtype == model.probs.dtype == torch.float32

@@ -10,6 +10,7 @@ import clbook
 from clbook import kernels
 from clbook.data import latent
 from clbook.dynamics import onelayer
+from clbook.linalg import haar_orthonormal
 
 F64 = torch.float64
 
@@ -63,7 +64,7 @@ def test_lemma3_gradient_factor(seed, name):
 
 
 def test_tolerance_gate_on_categorical_model():
-    U = latent.random_orthonormal(6, generator=clbook.generator(0))
+    U = haar_orthonormal(6, generator=clbook.generator(0))
     model = latent.latent_categorical(U, torch.full((6,), 1 / 6, dtype=F64))
     for m in range(6):
         A = onelayer.gated_covariance(U[:, m], model.atoms, model.probs)
@@ -72,7 +73,7 @@ def test_tolerance_gate_on_categorical_model():
 
 
 def test_eq9_and_lme_threshold():
-    U = latent.random_orthonormal(5, generator=clbook.generator(3))
+    U = haar_orthonormal(5, generator=clbook.generator(3))
     for qv, expected in ((0.3, True), (0.45, False)):
         model = latent.latent_summation(U, qv)
         A = onelayer.gated_covariance(U[:, 2], model.atoms, model.probs)
@@ -81,7 +82,7 @@ def test_eq9_and_lme_threshold():
 
 
 def test_projected_ascent_stays_on_sphere_and_linear_finds_pca():
-    U = latent.random_orthonormal(4, generator=clbook.generator(4))
+    U = haar_orthonormal(4, generator=clbook.generator(4))
     model = latent.latent_summation(U, 0.2, scales=torch.tensor([1.3, 1.0, 0.9, 0.8], dtype=F64))
     W0 = clbook.randn(20, 4, generator=clbook.generator(5))
     res = onelayer.projected_ascent(W0, model.atoms, model.probs, activation="linear", step=0.5, max_steps=2000)

@@ -1,15 +1,19 @@
 """clbook.dynamics.twolayer: Lemma 4 / Lemma 6 against autograd, Lemma 5 and Theorem 5 by exact enumeration, Eq. 147, 155."""
+import dataclasses
 import math
 
-import numpy as np
 import pytest
 import torch
 from scipy.integrate import solve_ivp
-from scipy.linalg import block_diag
 
 import clbook
 from clbook import covariance, losses
 from clbook.dynamics import twolayer as tl
+
+
+@pytest.fixture(autouse=True)
+def _setup():
+    clbook.setup(seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -49,29 +53,30 @@ def test_gated_inputs_reproduce_the_hidden_units(batch):
 @pytest.mark.parametrize("classes", [2, 3])
 def test_lemma5_closed_form_of_the_variance(classes):
     model = tl.make_latent_tokens(num_fields=3, num_tokens=4, num_classes=classes, seed=classes)
-    assert abs(model.weights.sum() - 1) < 1e-12 and len(model.weights) == classes * 4 ** 3
-    T = tl.population_terms(model, np.random.default_rng(1).standard_normal((3, 4)))
-    rhs = block_diag(*T.L) + sum(p * (1 - p) ** 2 * np.outer(T.delta[c], T.delta[c]) for c, p in enumerate(model.class_probs))
-    assert np.abs(T.variance - rhs).max() < 1e-14
+    assert abs(float(model.weights.sum()) - 1) < 1e-12 and len(model.weights) == classes * 4 ** 3
+    T = tl.population_terms(model, clbook.randn(3, 4, generator=clbook.generator(1)))
+    rhs = torch.block_diag(*T.L) + sum(p * (1 - p) ** 2 * torch.outer(T.delta[c], T.delta[c])
+                                       for c, p in enumerate(model.class_probs))
+    assert float((T.variance - rhs).abs().max()) < 1e-14
 
 
 def test_theorem5_equals_lemma4_with_rank_one_top_layer():
     model = tl.make_latent_tokens(num_fields=4, num_tokens=3, class_probs=[0.6, 0.4], seed=3)
-    W = np.random.default_rng(2).standard_normal((4, 3))
+    W = clbook.randn(4, 3, generator=clbook.generator(2))
     T = tl.population_terms(model, W)
     p0, p1 = model.class_probs
-    assert np.abs(T.f_variance - (np.diag(T.d) + p0 * p1 * np.outer(T.b, T.b))).max() < 1e-14
-    assert np.abs(T.s - T.b / (T.lam - T.d) / T.Z).max() < 1e-12
-    assert abs(1 - p0 * p1 * np.sum(T.b ** 2 / (T.lam - T.d))) < 1e-12, "secular equation"
+    assert float((T.f_variance - (torch.diag(T.d) + p0 * p1 * torch.outer(T.b, T.b))).abs().max()) < 1e-14
+    assert float((T.s - T.b / (T.lam - T.d) / T.Z).abs().max()) < 1e-12
+    assert abs(1 - float(p0 * p1 * torch.sum(T.b ** 2 / (T.lam - T.d)))) < 1e-12, "secular equation"
     d = 3
     for k in range(4):
         lemma4 = sum(T.s[k] * T.s[j] * T.variance[k * d:(k + 1) * d, j * d:(j + 1) * d] @ W[j] for j in range(4))
         delta = T.delta[0][k * d:(k + 1) * d]
-        thm5 = T.s[k] ** 2 * T.A[k] @ W[k] + T.delta_k[k] * np.outer(delta, delta) @ W[k]
-        assert np.abs(lemma4 - thm5).max() < 1e-14
-    assert np.all(T.delta_k >= 0)
+        thm5 = T.s[k] ** 2 * T.A[k] @ W[k] + T.delta_k[k] * torch.outer(delta, delta) @ W[k]
+        assert float((lemma4 - thm5).abs().max()) < 1e-14
+    assert bool((T.delta_k >= 0).all())
     corrected = (1 - p0 * p1 * T.b ** 2 / (T.lam - T.d)) / (T.Z ** 2 * (T.lam - T.d))
-    assert np.abs(corrected - T.delta_k).max() < 1e-12
+    assert float((corrected - T.delta_k).abs().max()) < 1e-12
 
 
 def test_blowup_closed_form_against_ode():
@@ -94,10 +99,39 @@ def test_basin_grows_with_modulation():
     assert fractions[0] < fractions[1] < fractions[2]
 
 
+def test_dirichlet_draws_are_seeded_and_have_the_right_mean():
+    a = tl.make_latent_tokens(num_fields=2, num_tokens=3, seed=4)
+    b = tl.make_latent_tokens(num_fields=2, num_tokens=3, seed=4)
+    assert torch.equal(a.token_probs, b.token_probs)
+    assert torch.allclose(a.token_probs.sum(-1), torch.ones(2, 2, dtype=torch.float64), atol=1e-14)
+    for conc in (0.3, 1.0, 4.0):  # Gamma by Marsaglia-Tsang (with the boost below 1): Dirichlet means 1/d
+        g = tl._gamma(conc, 40_000, clbook.generator(9))
+        assert abs(float(g.mean()) - conc) < 4 * (conc / 40_000) ** 0.5 and abs(float(g.var()) - conc) < 0.05 * conc + 0.01
+
+
+def test_rescaled_model_by_replace():
+    model = tl.make_latent_tokens(num_fields=2, num_tokens=3, seed=1)
+    scaled = dataclasses.replace(model, magnitudes=torch.tensor([2.0, 3.0], dtype=torch.float64))
+    assert torch.equal(scaled.inputs().abs().sum(-1), torch.tensor([2.0, 3.0], dtype=torch.float64).expand(len(model.weights), 2))
+
+
+def test_draws_are_reproducible():
+    assert tl.sphere_basin_fraction(4, 0.5, samples=300, steps=50, seed=3) == tl.sphere_basin_fraction(4, 0.5, samples=300, steps=50,
+                                                                                                        seed=3)
+    assert tl.win_probability_mc(5, 0.2, samples=1000, seed=1) == tl.win_probability_mc(5, 0.2, samples=1000, seed=1)
+
+
 @pytest.mark.parametrize("call, match", [
     (lambda: tl.make_latent_tokens(num_tokens=8, num_fields=8), "too many"),
     (lambda: tl.make_latent_tokens(class_probs=[0.5, 0.6]), "class_probs"),
-    (lambda: tl.population_terms(tl.make_latent_tokens(), np.zeros((2, 2))), "W must have shape"),
+    (lambda: tl.make_latent_tokens(magnitudes=[1.0, -1.0, 1.0]), "magnitudes"),
+    (lambda: tl.make_latent_tokens(concentration=0.0), "concentration"),
+    (lambda: tl.population_terms(tl.make_latent_tokens(), torch.zeros(2, 2)), "W must have shape"),
+    (lambda: tl.population_terms("model", torch.zeros(3, 4)), "model"),
+    (lambda: tl.lemma4_rhs(torch.zeros(2, 3, 4), torch.zeros(5, 7), torch.zeros(8, 2, 4), torch.zeros(8, 2, 4),
+                           torch.ones(8, 8)), "V"),
+    (lambda: tl.blowup_closed_form(-0.5, 0.5, 1.0), "y0"),
+    (lambda: tl.sphere_basin_fraction(3, 0.1, dt=0.0), "dt"),
     (lambda: tl.win_probability(5, -1.5), "eps"),
     (lambda: tl.sphere_basin_fraction(1, 0.1), "dim"),
     (lambda: tl.gated_inputs(torch.zeros(2, 3, 4), torch.zeros(5, 2, 3)), "need W"),
