@@ -18,6 +18,7 @@ many seeds at once. Used in Chapters 14-17.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -40,6 +41,8 @@ __all__ = [
     "masks",
     "mask_moment",
     "views",
+    "enumerate_latents",
+    "enumerate_masks",
 ]
 
 LATENTS = ("symmetric", "binary", "one_hot")
@@ -308,3 +311,32 @@ def views(X: torch.Tensor, *, keep: float, generator: torch.Generator, scheme: s
         raise ValueError(f"X must hold at least one sample; got shape {list(X.shape)}.")
     d1, d2 = masks(X.shape, keep=keep, generator=generator, scheme=scheme)
     return d1.to(X) * X, d2.to(X) * X
+
+
+def enumerate_latents(d: int, *, sparsity: float) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""All :math:`3^d` symmetric latents and their probabilities, for exact expectations (Chapter 16).
+
+    Assumption 1 of Thm 3 without the :math:`z\neq0` conditioning: :math:`z_i = \pm1` with probability :math:`\beta/2`
+    each, else 0 (the paper's :math:`\kappa = \beta`). ``1 <= d <= 8``. Returns ``(Z [3^d, d], prob [3^d])`` on the
+    device and in the dtype of :func:`clbook.setup`.
+    """
+    d = check_int("d", d, 1, 8)
+    beta = check_in_range("sparsity", sparsity, 0.0, 1.0)
+    device, dtype = defaults()
+    Z = torch.tensor(list(itertools.product((-1.0, 0.0, 1.0), repeat=d)), device=device, dtype=dtype)
+    prob = torch.where(Z == 0, 1 - beta, beta / 2).prod(dim=1)
+    return Z, prob
+
+
+def enumerate_masks(d: int, *, keep: float) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""All :math:`2^d` diagonals of a mask with i.i.d. Bernoulli(:math:`\alpha`) entries (Eq. 3) and their
+    probabilities, for exact expectations over masks (Chapters 15, 16), ``1 <= d <= 12``.
+
+    Returns ``(D [2^d, d], prob [2^d])`` on the device and in the dtype of :func:`clbook.setup`.
+    """
+    d = check_int("d", d, 1, 12)
+    alpha = check_in_range("keep", keep, 0.0, 1.0)
+    device, dtype = defaults()
+    D = torch.tensor(list(itertools.product((0.0, 1.0), repeat=d)), device=device, dtype=dtype)
+    prob = torch.where(D == 1, alpha, 1 - alpha).prod(dim=1)
+    return D, prob

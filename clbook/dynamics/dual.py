@@ -15,7 +15,8 @@ Three models, all in their *population* form (exact expectations, no sampling):
   that span (:func:`span_metric_sup`, with :mod:`clbook.metrics.maxcos`) for Cor. 1.
 * **Symmetric-ReLU dual networks** (Thm 3, Eqs. 13-14) with :math:`M = I`, :math:`\sigma_0 = 0`, fixed biases:
   the exact population loss and gradient by enumerating every latent :math:`z\in\{-1,0,1\}^d` and every mask
-  :math:`D\in\{0,1\}^d` (:func:`population_loss`, :func:`population_gradient`), the closed form of the loss in the
+  :math:`D\in\{0,1\}^d` (:func:`clbook.data.sparse_coding.enumerate_latents`, ``enumerate_masks``;
+  :func:`population_loss`, :func:`population_gradient`), the closed form of the loss in the
   regime of Assumption 3 (:func:`regime_loss`, :func:`regime_holds`), the alternating, row-normalised optimisation
   of Thm 3 (:func:`alternating`) and one inner loop (:func:`half_round_ratio`, :func:`fixed_point`).
 * **Lemma 1** (App. D): the proportional update with normalisation (:func:`lemma1_iterate`) and its limit.
@@ -28,14 +29,13 @@ scipy on the CPU and returns the result where its input lives. Used in Chapters 
 """
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 
 import torch
 
 from .. import linalg
-from .._validate import as_tensor, check_choice, check_in_range, check_int, check_nonnegative, check_positive, check_real
+from .._validate import as_tensor, check_in_range, check_int, check_nonnegative, check_positive, check_real
 from ..data import sparse_coding as sc
 from ..metrics import maxcos
 from .landscape import srelu
@@ -43,7 +43,7 @@ from .landscape import srelu
 __all__ = [
     "linear_population", "linear_gradients", "linear_gd", "LinearRun", "closed_form_coefficients", "paper_c2",
     "linear_closed_form", "linear_flow", "linear_flow_closed_form", "span_residual", "span_metric_sup",
-    "enumerate_latents", "enumerate_masks", "population_loss", "population_gradient", "regime_loss",
+    "population_loss", "population_gradient", "regime_loss",
     "regime_holds", "fixed_point", "alternating", "AlternatingRun", "half_round_ratio", "offdiag",
     "lemma1_iterate", "lemma1_limit",
 ]
@@ -78,13 +78,8 @@ def _linear_args(Wo, Wt, Sigma):
 
 
 def _view_moment(Sigma: torch.Tensor, keep: float, scheme: str) -> torch.Tensor:
-    """:math:`\\mathbb E[a_1a_2^\\top] = K\\circ\\Sigma` (symmetric)."""
-    alpha = check_in_range("keep", keep, 0.0, 1.0)
-    check_choice("scheme", scheme, sc.SCHEMES)
-    if scheme == "independent":
-        return alpha**2 * Sigma
-    off = 1 - torch.eye(Sigma.shape[-1], device=Sigma.device, dtype=Sigma.dtype)
-    return 4 * alpha * (1 - alpha) * off * Sigma
+    """:math:`\\mathbb E[a_1a_2^\\top] = K\\circ\\Sigma` (symmetric), with :math:`K` from :func:`clbook.data.sparse_coding.mask_moment`."""
+    return sc.mask_moment(Sigma.shape[-1], keep=keep, scheme=scheme).to(Sigma) * Sigma
 
 
 # ----------------------------------------------------------------------------------------------- linear networks
@@ -322,27 +317,6 @@ def span_metric_sup(A, B, *, n_angles: int = 2001, extra_angles=()) -> torch.Ten
 
 
 # ------------------------------------------------------------------------------------- symmetric-ReLU networks
-def enumerate_latents(d: int, *, sparsity: float) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""All :math:`3^d` latents of Assumption 1 (:math:`z_i = \pm1` w.p. :math:`\beta/2` each, else 0; the paper's
-    :math:`\kappa = \beta`) and their probabilities, ``1 <= d <= 8``. Returns ``(Z [3^d, d], prob [3^d])`` on the
-    device and in the dtype of :func:`clbook.setup`."""
-    d = check_int("d", d, 1, 8)
-    beta = check_in_range("sparsity", sparsity, 0.0, 1.0)
-    Z = as_tensor("Z", list(itertools.product((-1.0, 0.0, 1.0), repeat=d)))
-    prob = torch.where(Z == 0, 1 - beta, beta / 2).prod(dim=1)
-    return Z, prob
-
-
-def enumerate_masks(d: int, *, keep: float) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""All :math:`2^d` diagonals of a mask with i.i.d. Bernoulli(:math:`\alpha`) entries (Eq. 3) and their
-    probabilities, ``1 <= d <= 10``. Returns ``(D [2^d, d], prob [2^d])``."""
-    d = check_int("d", d, 1, 10)
-    alpha = check_in_range("keep", keep, 0.0, 1.0)
-    D = as_tensor("D", list(itertools.product((0.0, 1.0), repeat=d)))
-    prob = torch.where(D == 1, alpha, 1 - alpha).prod(dim=1)
-    return D, prob
-
-
 def _bias_vector(name: str, b, d: int, like: torch.Tensor) -> torch.Tensor:
     b = as_tensor(name, b, device=like.device, dtype=like.dtype)
     if b.ndim > 1 or (b.ndim == 1 and b.shape[0] != d):
@@ -359,8 +333,8 @@ def _srelu_args(Wo, Wt, bo, bt, keep, sparsity):
     if Wo.shape != Wt.shape or Wo.shape[0] != d:
         raise ValueError(f"Wo and Wt must be square [d, d] (M = I, m = p = d); got {list(Wo.shape)} and {list(Wt.shape)}.")
     bo, bt = _bias_vector("bo", bo, d, Wo), _bias_vector("bt", bt, d, Wo)
-    Z, pz = enumerate_latents(d, sparsity=sparsity)
-    D, pd = enumerate_masks(d, keep=keep)
+    Z, pz = sc.enumerate_latents(d, sparsity=sparsity)
+    D, pd = sc.enumerate_masks(d, keep=keep)
     return Wo, Wt, bo, bt, Z.to(Wo), pz.to(Wo), D.to(Wo), pd.to(Wo)
 
 

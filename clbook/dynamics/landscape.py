@@ -29,6 +29,7 @@ import torch
 from .. import linalg
 from .._validate import as_tensor, check_choice, check_in_range, check_int, check_positive, check_same, check_tensor
 from ..config import defaults, rand, randint
+from ..data import sparse_coding as sc
 
 __all__ = [
     "ACTIVATIONS", "srelu", "encode", "predict", "ncl_inner", "cl_inner",
@@ -264,10 +265,6 @@ def ncl_onehot_flow(W0: torch.Tensor, *, keep: float, lr: float, steps: int) -> 
 # ----------------------------------------------------------------------------------------------- Theorem 1 (b)
 
 
-def _bits(d: int, like: torch.Tensor) -> torch.Tensor:
-    return torch.tensor(list(itertools.product((0.0, 1.0), repeat=d)), device=like.device, dtype=like.dtype)
-
-
 def cl_surrogate(W: torch.Tensor, *, keep: float, temperature: float) -> torch.Tensor:
     r"""Exact value of the contrastive surrogate :math:`\tilde L_{CL}(W)` of Eq. 16 (Theorem 1(b) setting).
 
@@ -302,8 +299,7 @@ def cl_surrogate(W: torch.Tensor, *, keep: float, temperature: float) -> torch.T
     R = torch.relu(W)
     G = R.transpose(-1, -2) @ R                                         # [..., d, d]
     s = torch.diagonal(G, dim1=-2, dim2=-1)                             # [..., d]
-    B = _bits(d, W)                                                     # [P, d]
-    prob = alpha ** B.sum(-1) * (1 - alpha) ** (d - B.sum(-1))          # [P]
+    B, prob = (t.to(W) for t in sc.enumerate_masks(d, keep=alpha))      # [P, d], [P]
     # exponent[..., P, i, j] = (b_j g_ij - b_i s_i) / T for j != i, and 0 (the positive) for j = i
     E = (B[:, None, :] * G.unsqueeze(-3) - (B * s.unsqueeze(-2)).unsqueeze(-1)) / T
     eye = torch.eye(d, dtype=torch.bool, device=W.device)

@@ -266,14 +266,14 @@ DOMAINS: dict = {
     "clbook.dynamics.dual.span_metric_sup": Spec(
         valid=st.fixed_dictionaries({"A": tensors(4, 3), "B": tensors(4, 3), "n_angles": st.integers(2, 50)}), expect=shape(3),
         invalid=(Bad({"A": _W, "B": _W[:, :3]}, "A and B"), Bad({"A": _W, "B": _W, "n_angles": 1}, "n_angles"))),
-    "clbook.dynamics.dual.enumerate_latents": Spec(
+    "clbook.data.sparse_coding.enumerate_latents": Spec(
         valid=st.fixed_dictionaries({"d": st.integers(1, 5), "sparsity": st.floats(0.0, 1.0)}),
         expect=_tuple_of(2, lambda out, kw: abs(float(out[1].sum()) - 1) < 1e-12),
         invalid=(Bad({"d": 9, "sparsity": 0.5}, "d"), Bad({"d": 2, "sparsity": 1.5}, "sparsity"))),
-    "clbook.dynamics.dual.enumerate_masks": Spec(
+    "clbook.data.sparse_coding.enumerate_masks": Spec(
         valid=st.fixed_dictionaries({"d": st.integers(1, 6), "keep": st.floats(0.0, 1.0)}),
         expect=_tuple_of(2, lambda out, kw: abs(float(out[1].sum()) - 1) < 1e-12),
-        invalid=(Bad({"d": 0, "keep": 0.5}, "d"), Bad({"d": 2, "keep": 1.5}, "keep"))),
+        invalid=(Bad({"d": 13, "keep": 0.5}, "d"), Bad({"d": 2, "keep": 1.5}, "keep"))),
     "clbook.dynamics.dual.population_loss": Spec(
         valid=st.fixed_dictionaries({"Wo": _warm(3), "Wt": _warm(3), "bo": st.floats(0.0, 0.5), "bt": st.floats(0.0, 0.5),
                                      "keep": st.floats(0.0, 1.0), "sparsity": st.floats(0.0, 1.0)}), expect=_is_float,

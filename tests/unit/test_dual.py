@@ -110,15 +110,6 @@ def test_span_metric_sup_bounds_the_trained_metric():
     assert float(mc_W.minimum) <= float(sup[2]) + 1e-14 and float(mc_W.maximum) <= float(sup[0]) + 1e-14
 
 
-def test_enumerations():
-    Z, pz = dual.enumerate_latents(3, sparsity=0.4)
-    D, pd = dual.enumerate_masks(3, keep=0.3)
-    assert Z.shape == (27, 3) and D.shape == (8, 3)
-    assert float(pz.sum()) == pytest.approx(1.0) and float(pd.sum()) == pytest.approx(1.0)
-    torch.testing.assert_close(Z.T @ (pz[:, None] * Z), 0.4 * torch.eye(3), atol=1e-15, rtol=0)
-    torch.testing.assert_close(pd @ D, torch.full((3,), 0.3), atol=1e-15, rtol=0)
-
-
 def _loop_loss(Wo, Wt, b, keep, beta):
     d = Wo.shape[0]
     total = 0.0
@@ -203,8 +194,6 @@ def test_lemma1_limit(seed, a, c):
     lambda: dual.linear_gd(torch.eye(2), torch.eye(2), torch.eye(2), keep=0.5, eta=[0.1, 0.2], lam=1.0, steps=3),
     lambda: dual.linear_gd(torch.eye(2), torch.eye(2), torch.eye(2), keep=0.5, eta=-0.1, lam=1.0, steps=3),
     lambda: dual.closed_form_coefficients([0.1, 0.2], [1.0]),
-    lambda: dual.enumerate_latents(0, sparsity=0.5),
-    lambda: dual.enumerate_masks(3, keep=1.5),
     lambda: dual.population_loss(torch.ones(2, 3), torch.ones(2, 3), 0.1, 0.1, keep=0.5, sparsity=0.5),
     lambda: dual.population_loss(torch.eye(2), torch.eye(2), -0.1, 0.1, keep=0.5, sparsity=0.5),
     lambda: dual.lemma1_iterate([1.0], 0.3, [0.1]),

@@ -115,3 +115,16 @@ def test_more_bad_arguments():
         sc.dictionary(4, 2, generator=0)
     with pytest.raises(ValueError, match="noise must be >= 0"):
         sc.second_moment(torch.eye(3, 2), sparsity=0.2, noise=-0.1)
+
+
+def test_enumerations():
+    Z, pz = sc.enumerate_latents(3, sparsity=0.4)
+    D, pd = sc.enumerate_masks(3, keep=0.3)
+    assert Z.shape == (27, 3) and D.shape == (8, 3)
+    assert float(pz.sum()) == pytest.approx(1.0) and float(pd.sum()) == pytest.approx(1.0)
+    torch.testing.assert_close(Z.T @ (pz[:, None] * Z), 0.4 * torch.eye(3), atol=1e-15, rtol=0)
+    torch.testing.assert_close(pd @ D, torch.full((3,), 0.3), atol=1e-15, rtol=0)
+    with pytest.raises(ValueError, match="d must be >= 1"):
+        sc.enumerate_latents(0, sparsity=0.5)
+    with pytest.raises(ValueError, match="keep must lie in"):
+        sc.enumerate_masks(3, keep=1.5)
