@@ -43,15 +43,24 @@ SANITIZE = [(re.compile(r"/tmp/ipykernel_\d+/\d+\.py"), "IPYKERNEL_CELL"), (re.c
 
 
 def texts(cell) -> list[str]:
-    """The compared text of a code cell's outputs (what nbval compares, minus images and widget views)."""
+    """The compared text of a code cell's outputs, as nbval compares them: consecutive stream outputs coalesced,
+    mime types in sorted order, images and widget views left out."""
     if "nbval-ignore-output" in cell.metadata.get("tags", []) or "nbval-skip" in cell.metadata.get("tags", []):
         return []
     out = []
+    previous_stream = None
     for o in cell.get("outputs", []):
         if o.output_type == "stream":
-            out.append(o.text)
-        elif o.output_type in ("display_data", "execute_result"):
-            for mime, value in o.get("data", {}).items():
+            if previous_stream == o.name and out:
+                out[-1] += o.text
+            else:
+                out.append(o.text)
+            previous_stream = o.name
+            continue
+        previous_stream = None
+        if o.output_type in ("display_data", "execute_result"):
+            for mime in sorted(o.get("data", {})):
+                value = o["data"][mime]
                 if mime.startswith("text/") or mime.startswith("application/papermill.record/text"):
                     out.append(value if isinstance(value, str) else "".join(value))
         elif o.output_type == "error":
