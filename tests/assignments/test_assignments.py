@@ -75,7 +75,8 @@ with open(os.environ["CLBOOK_KERNEL_PROBE"], "w") as f:
 RUN_NOTEBOOK = """
 import sys, nbclient, nbformat
 nb = nbformat.read(sys.argv[1], as_version=4)
-nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": sys.argv[2]}}).execute()
+client = nbclient.NotebookClient(nb, timeout=300, startup_timeout=300, kernel_name="python3", resources={"metadata": {"path": sys.argv[2]}})
+client.execute()
 nbformat.write(nb, sys.argv[1])
 """
 
