@@ -58,7 +58,7 @@ def _views(ndim: int, **named) -> list[torch.Tensor]:
     out = [_tensor(k, v, ndim) for k, v in named.items()]
     shapes = {k: tuple(t.shape) for k, t in zip(named, out, strict=True)}
     if len(set(shapes.values())) != 1:
-        raise ValueError(f"the views must share one shape [n, {'z' if ndim == 2 else 'd'}]; got {shapes}.")
+        raise ValueError(f"the views must share one shape [n, k]; got {shapes}.")
     if out[0].shape[0] < 1 or out[0].shape[-1] < 1:
         raise ValueError(f"the views must hold at least one row and one column; got shapes {shapes}.")
     return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from .. import widgets
+from .._validate import check_int
 from ..config import generator
 from ..data.views import moons_views
 from ..dynamics import ssl
@@ -35,7 +36,11 @@ def singular_values(times, sv):
 
 def moons_run(C, *, constraint: str, z: int, seed: int, steps: int, h: int = 10, eta: float = 0.01) -> ssl.GDResult:
     r"""Example 1's run: Haar weights ``[h, d]``, ``[h, z]`` drawn with ``clbook.generator(100 + seed)``, then
-    :func:`clbook.dynamics.ssl.gd_two_layer` on :math:`C` (divergence declared at a loss below :math:`-10^{10}`)."""
+    :func:`clbook.dynamics.ssl.gd_two_layer` on :math:`C` (divergence declared at a loss below :math:`-10^{10}`).
+    ``seed >= 0``, ``h >= max(d, z)``; the other arguments as for ``gd_two_layer``."""
+    C = torch.as_tensor(C)
+    seed, z = check_int("seed", seed, 0), check_int("z", z, 1)
+    h = check_int("h", h, max(C.shape[0], z))
     g = generator(100 + seed)
     W1, W2 = haar_orthonormal(h, C.shape[0], generator=g), haar_orthonormal(h, z, generator=g)
     return ssl.gd_two_layer(W1, W2, C, eta=eta, steps=steps, constraint=constraint, blowup=1e10)

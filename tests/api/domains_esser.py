@@ -9,7 +9,7 @@ import clbook
 from clbook.experiments import wide as wide_experiment
 from clbook.linalg import haar_orthonormal
 
-from .spec import EXEMPT_CLI, EXEMPT_HEAVY, EXEMPT_RECORD, Bad, Spec, fixed, generators, scalar, shape, tensors
+from .spec import EXEMPT_CLI, EXEMPT_HEAVY, EXEMPT_PLOT, EXEMPT_RECORD, EXEMPT_WIDGET, Bad, Spec, fixed, generators, scalar, shape, tensors
 
 _g = {"generator": torch.Generator().manual_seed(0)}
 _W1, _W2 = haar_orthonormal(6, 3, generator=torch.Generator().manual_seed(1)), haar_orthonormal(6, 2, generator=torch.Generator().manual_seed(2))
@@ -237,6 +237,21 @@ DOMAINS: dict = {
         expect=lambda out, kw: tuple(out.shape) == (kw["n"], 3) and None,
         invalid=(Bad({"n": 5, "scales": [1.0, -1.0], **_g}, "scales"), Bad({"n": 5, "scales": [1.0, math.nan], **_g}, "scales"),
                  Bad({"n": 5, "scales": [1.0], "mean": [0.0, 1.0], **_g}, "mean"), Bad({"n": 1, "scales": [1.0], **_g}, "n"))),
+    # viz.ssl, viz.wide, viz.stiefel
+    "clbook.viz.ssl.singular_values": Spec(exempt=EXEMPT_PLOT),
+    "clbook.viz.ssl.fig1": Spec(exempt=EXEMPT_PLOT),
+    "clbook.viz.ssl.fig1_panel": Spec(exempt=EXEMPT_WIDGET),
+    "clbook.viz.ssl.moons_run": Spec(
+        valid=st.fixed_dictionaries({"C": st.just(torch.diag(torch.tensor([-0.8, 0.2], dtype=torch.float64))),
+                                     "constraint": st.sampled_from(["none", "orthogonal", "scaled"]), "z": st.integers(1, 2),
+                                     "seed": st.integers(0, 5), "steps": st.integers(0, 20)}),
+        expect=lambda out, kw: out.products.shape[-1] == kw["z"] and None,
+        invalid=(Bad({"C": torch.eye(2), "constraint": "x", "z": 1, "seed": 0, "steps": 2}, "constraint"),
+                 Bad({"C": torch.eye(2), "constraint": "none", "z": 1, "seed": -1, "steps": 2}, "seed"))),
+    "clbook.viz.wide.gap_panel": Spec(exempt=EXEMPT_WIDGET),
+    "clbook.viz.wide.fig2": Spec(exempt=EXEMPT_PLOT),
+    "clbook.viz.stiefel.fig3": Spec(exempt=EXEMPT_PLOT),
+    "clbook.viz.stiefel.theorem3_panel": Spec(exempt=EXEMPT_WIDGET),
     # experiments.wide
     "clbook.experiments.wide.fig2_job": Spec(exempt=EXEMPT_HEAVY),
     "clbook.experiments.wide.run": Spec(exempt=EXEMPT_HEAVY),
