@@ -41,11 +41,10 @@ ACTIVATIONS = ("relu", "linear", "leakyrelu")
 
 
 def _hprime(t: torch.Tensor, activation: str) -> torch.Tensor:
-    if activation == "relu":
-        return (t > 0).to(t.dtype)
-    if activation == "leakyrelu":
-        return torch.where(t > 0, torch.ones_like(t), torch.full_like(t, 0.05))
-    return torch.ones_like(t)
+    """:math:`h'(t)` of :func:`clbook.dynamics.onelayer.activation_derivative` with the gate at 0 (``leakyrelu``: slope 0.05)."""
+    from .onelayer import activation_derivative
+
+    return activation_derivative(t, "leaky_relu" if activation == "leakyrelu" else activation, slope=0.05, tol=0.0)
 
 
 def gated_inputs(W: torch.Tensor, x: torch.Tensor, activation: str = "relu") -> torch.Tensor:

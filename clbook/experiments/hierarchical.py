@@ -100,13 +100,10 @@ class TrainResult:
 
 
 def _activate(h: torch.Tensor, activation: str) -> torch.Tensor:
-    if activation == "relu":
-        return F.relu(h)
-    if activation == "leakyrelu":
-        return F.leaky_relu(h, 0.05)
-    if activation == "quadratic":
-        return h * h
-    return h
+    """The activations of :mod:`clbook.dynamics.onelayer` (the code's ``leakyrelu`` is its ``leaky_relu``, slope 0.05)."""
+    from ..dynamics.onelayer import activation as h_of
+
+    return h_of(h, "leaky_relu" if activation == "leakyrelu" else activation, slope=0.05)
 
 
 class _Stack:
