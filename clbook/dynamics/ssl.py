@@ -36,6 +36,7 @@ from scipy.integrate import solve_ivp
 
 from .._validate import as_tensor, check_choice, check_int, check_positive
 from ..config import defaults
+from ..linalg import single_thread
 
 __all__ = [
     "contrastive_loss", "noncontrastive_loss", "trace_matrix", "trace_loss", "euclidean_gradients", "scaled_loss",
@@ -354,28 +355,29 @@ def gd_two_layer(W1, W2, C, *, eta: float, steps: int, constraint: str = "none",
     first = scaled_loss(W1, W2, C) if constraint == "scaled" else float((M * (C @ M)).sum())
     losses, products, reason = [torch.as_tensor(first, dtype=W1.dtype, device=W1.device)], [M], "steps"
     tops = (_top_pair(W1), _top_pair(W2)) if constraint == "scaled" else None
-    for _ in range(steps):
-        G1, G2 = _gradients(W1, W2, C)
-        if constraint == "scaled":
-            G1, G2 = _scaled_gradients(W1, W2, C, G1, G2, *tops)
-        if constraint == "orthogonal":
-            W1n, W2n = _projected_step(W1, G1, eta), _projected_step(W2, G2, eta)
-        else:
-            W1n, W2n = W1 - eta * G1, W2 - eta * G2
-        if constraint == "frobenius":
-            W1n = W1n * min(1.0, c1 / float(torch.linalg.matrix_norm(W1n)))
-            W2n = W2n * min(1.0, c2 / float(torch.linalg.matrix_norm(W2n)))
-        elif constraint == "operator":
-            W1n, W2n = _clip_operator(W1n), _clip_operator(W2n)
-        elif constraint == "scaled":  # rescale to ‖W_i‖₂ = 1; the top singular vectors carry over to the next step
-            (s1, P1), (s2, P2) = _top_pair(W1n), _top_pair(W2n)
-            W1n, W2n, tops = W1n / s1, W2n / s2, ((torch.ones_like(s1), P1), (torch.ones_like(s2), P2))
-        W1, W2 = W1n, W2n
-        M = W1.T @ W2
-        losses.append((M * (C @ M)).sum())  # the scaled loss equals the trace loss once ||W_i||_2 = 1
-        products.append(M)
-        last = float(losses[-1])
-        if not math.isfinite(last) or last < -blowup:
-            reason = "diverged"
-            break
+    with single_thread():  # thin matrices: one thread is faster, and immune to a busy machine
+        for _ in range(steps):
+            G1, G2 = _gradients(W1, W2, C)
+            if constraint == "scaled":
+                G1, G2 = _scaled_gradients(W1, W2, C, G1, G2, *tops)
+            if constraint == "orthogonal":
+                W1n, W2n = _projected_step(W1, G1, eta), _projected_step(W2, G2, eta)
+            else:
+                W1n, W2n = W1 - eta * G1, W2 - eta * G2
+            if constraint == "frobenius":
+                W1n = W1n * min(1.0, c1 / float(torch.linalg.matrix_norm(W1n)))
+                W2n = W2n * min(1.0, c2 / float(torch.linalg.matrix_norm(W2n)))
+            elif constraint == "operator":
+                W1n, W2n = _clip_operator(W1n), _clip_operator(W2n)
+            elif constraint == "scaled":  # rescale to ‖W_i‖₂ = 1; the top singular vectors carry over to the next step
+                (s1, P1), (s2, P2) = _top_pair(W1n), _top_pair(W2n)
+                W1n, W2n, tops = W1n / s1, W2n / s2, ((torch.ones_like(s1), P1), (torch.ones_like(s2), P2))
+            W1, W2 = W1n, W2n
+            M = W1.T @ W2
+            losses.append((M * (C @ M)).sum())  # the scaled loss equals the trace loss once ||W_i||_2 = 1
+            products.append(M)
+            last = float(losses[-1])
+            if not math.isfinite(last) or last < -blowup:
+                reason = "diverged"
+                break
     return GDResult(W1, W2, torch.stack(losses), torch.stack(products), len(losses) - 1, reason)

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from .._validate import check_choice, check_int, check_positive
-from ..linalg import haar_orthonormal
+from ..linalg import haar_orthonormal, single_thread
 from .ssl import _tensor, _views
 from .stiefel import _projected_step
 
@@ -266,14 +266,15 @@ def train_nets(x, x_pos, x_neg, *, h: int, z: int = 1, activations=("tanh",), et
     nets = {name: (W1, W2) for name in ("linear", *activations)}
     out = {name: ([], []) for name in nets}
     record = [k for k in range(steps + 1) if k % every == 0 or k == steps]
-    for k in range(steps + 1):
-        for name, (V1, V2) in nets.items():
-            loss, G1, G2 = _contrastive_gradients(V1, V2, x, x_pos, x_neg, name)
-            if k in record:
-                out[name][0].append(_phi(name, x @ V1.T) @ V2)
-                out[name][1].append(loss)
-            if k < steps:
-                nets[name] = (_projected_step(V1, G1, eta), _projected_step(V2, G2, eta))
+    with single_thread():  # thin matrices: one thread is faster, and immune to a busy machine
+        for k in range(steps + 1):
+            for name, (V1, V2) in nets.items():
+                loss, G1, G2 = _contrastive_gradients(V1, V2, x, x_pos, x_neg, name)
+                if k in record:
+                    out[name][0].append(_phi(name, x @ V1.T) @ V2)
+                    out[name][1].append(loss)
+                if k < steps:
+                    nets[name] = (_projected_step(V1, G1, eta), _projected_step(V2, G2, eta))
     result = {name: (torch.stack(u), torch.stack(ls)) for name, (u, ls) in out.items()}
     result["record"] = torch.tensor(record)
     return result
