@@ -67,14 +67,17 @@ def _qr_signed(W: torch.Tensor) -> torch.Tensor:
     return Q * torch.sign(d).unsqueeze(-2)
 
 
-def retract(W: torch.Tensor, *, method: str = "qr") -> torch.Tensor:
+def retract(W: torch.Tensor, *, method: str = "qr", check: bool = True) -> torch.Tensor:
     r"""Map a full-column-rank tall matrix ``[..., n, k]`` back to the Stiefel manifold.
 
     ``"qr"``: the Q factor with :math:`\operatorname{diag}(R) > 0` (unique); ``"polar"``: the nearest point in the
     Frobenius norm, :math:`W(W^\top W)^{-1/2} = UV^\top` from the thin SVD :math:`W = USV^\top`.
+    ``check=False`` skips the finiteness scan of ``W`` (a training loop that already checks its iterates).
     """
     check_choice("method", method, RETRACTIONS)
-    W = check_tensor("W", W)
+    if not isinstance(check, bool):
+        raise TypeError(f"check must be True or False; got check = {check!r}.")
+    W = check_tensor("W", W, finite=check)
     if W.ndim < 2 or W.shape[-1] > W.shape[-2] or W.shape[-1] == 0:
         raise ValueError(f"W must be a tall matrix [..., n, k] with 1 <= k <= n; got shape {tuple(W.shape)}.")
     if method == "qr":

@@ -119,8 +119,8 @@ def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: flo
         For ``kind="stored"``: the stored result read, ``"<experiment>/<name>"`` (see :mod:`clbook.results`).
     floor : float, optional
         Numbers below ``floor`` in magnitude display as ``"< floor"`` (:func:`clbook.fmt.error`). Default: the
-        ``atol`` of a comparison, and :data:`clbook.fmt.FLOORS` (float64) for a bound; a chapter states a larger
-        one where the measured error is rounding noise above 1e-10.
+        ``atol`` of a comparison, and the smaller of the bound and :data:`clbook.fmt.FLOORS` (float64) for an upper
+        bound; a chapter states a larger one where the measured error is rounding noise above 1e-10.
 
     Returns
     -------
@@ -156,7 +156,8 @@ def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: flo
         lo = -math.inf if lower is None else float(lower)
         ok = bool(np.all((m >= lo) & (m <= hi)))
         error = float(np.max(m)) if bound is not None else float(np.min(m))
-        show_floor = floor if floor is not None else (fmt.FLOORS[torch.float64] if bound is not None and lower is None else None)
+        show_floor = floor if floor is not None else (min(hi, fmt.FLOORS[torch.float64]) if bound is not None and lower is None
+                                                      and hi > 0 else None)
         pred = " and ".join(s for s in (f"≥ {fmt.value(lo)}" if lower is not None else "",
                                         f"≤ {fmt.value(hi)}" if bound is not None else "") if s)
         tol = pred
