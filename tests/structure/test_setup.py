@@ -63,3 +63,10 @@ def test_version_in_one_place_and_in_the_bootstrap():
     assert nbtools.package_version() == clbook.__version__
     assert f'CLBOOK = "{clbook.__version__}"' in nbtools.bootstrap_source()
     assert nbtools.bootstrap_source().count(nbtools.book_url()) == 1
+
+
+def test_api_page_is_generated_from_the_package():
+    import subprocess
+
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "apidoc.py"), "--check"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
