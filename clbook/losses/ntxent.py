@@ -128,6 +128,13 @@ def _nt_xent_views(h: torch.Tensor, temperature: float) -> torch.Tensor:
     return lse - (u[..., 0, :, :] * u[..., 1, :, :]).sum(-1).mean(-1) / temperature
 
 
+def _nt_xent_unit_views(Z: torch.Tensor, temperature: float) -> torch.Tensor:
+    """:func:`_nt_xent_views` of representations that are already unit rows (``Z`` ``[..., 2, B, m]``, unchecked)."""
+    lead, B, m = Z.shape[:-3], Z.shape[-2], Z.shape[-1]
+    lse = _MeanLSE.apply(Z.reshape(-1, 2 * B, m), float(temperature)).reshape(lead)
+    return lse - (Z[..., 0, :, :] * Z[..., 1, :, :]).sum(-1).mean(-1) / temperature
+
+
 def _check(h1, h2, temperature):
     h1, h2 = check_tensor("h1", h1), check_tensor("h2", h2)
     if h1.ndim < 2 or h1.shape != h2.shape:

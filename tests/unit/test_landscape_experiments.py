@@ -70,6 +70,28 @@ def test_optimised_step_equals_reference_step(dtype, rtol):
         torch.testing.assert_close(x, y, rtol=rtol, atol=rtol * y.abs().max().item())
 
 
+@pytest.mark.parametrize("name", ["CL-basic", "CL-linear"])
+def test_fused_encoder_equals_autograd(name):
+    g = clbook.generator(3)
+    spec, P, H, a = L._cl_step_state(name, 3, 32, 12, 4, 8, g, dtype=torch.float64)
+    with torch.no_grad():  # thresholds of both signs (a negative one makes SReLU 2y inside (b, -b)), a trained BatchNorm
+        P["b0"].copy_(0.3 * clbook.randn(3, 8, generator=g))
+        if "g0" in P:
+            P["g0"].add_(0.2 * clbook.randn(3, 8, generator=g))
+            P["c0"].add_(0.1 * clbook.randn(3, 8, generator=g))
+    h = L._encode(P, a, spec)
+    ref = h / h.norm(dim=-1, keepdim=True)
+    gZ = clbook.randn(*ref.shape, generator=g)
+    ref_grads = torch.autograd.grad((ref * gZ).sum(), list(P.values()))
+    Z = L._SharedEncoder.apply(a, P["W0"], P["b0"], P.get("g0"), P.get("c0"), spec.srelu)
+    torch.testing.assert_close(Z, ref, rtol=1e-12, atol=1e-14)
+    for x, y in zip(torch.autograd.grad((Z * gZ).sum(), list(P.values())), ref_grads, strict=True):
+        torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-13)
+    args = [P[k].detach().clone().requires_grad_() for k in P]
+    fn = lambda W, b, *gc: L._SharedEncoder.apply(a[:, :, :5], W, b, *(gc or (None, None)), spec.srelu)  # noqa: E731
+    assert torch.autograd.gradcheck(fn, args)
+
+
 def test_step_update_is_sgd():
     g = clbook.generator(12)
     spec, P, H, a = L._cl_step_state("CL-linear", 2, 32, 12, 4, 8, g, dtype=torch.float64)
