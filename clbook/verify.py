@@ -83,6 +83,21 @@ def _to_array(name, value) -> np.ndarray:
     return arr
 
 
+def _is_count(value) -> bool:
+    """Whether a measurement is a count (integers): it prints as it is, never against a floor."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, np.integer)):
+        return True
+    if isinstance(value, torch.Tensor):
+        return not value.is_floating_point() and not value.is_complex() and value.dtype != torch.bool
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "iu"
+    if isinstance(value, (list, tuple)) and value:
+        return all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value)
+    return False
+
+
 def _show(x: float, floor: float | None) -> str:
     return fmt.error(x, floor) if floor is not None else fmt.value(x)
 
@@ -144,6 +159,7 @@ def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: flo
         raise ValueError(f"floor must be a finite number > 0; got floor = {floor!r}.")
     if measured is None:
         raise ValueError("measured is required.")
+    counted = _is_count(measured)
     m = _to_array("measured", measured)
     if m.size == 0:
         raise ValueError("measured is empty: there is nothing to check.")
@@ -157,7 +173,7 @@ def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: flo
         ok = bool(np.all((m >= lo) & (m <= hi)))
         error = float(np.max(m)) if bound is not None else float(np.min(m))
         show_floor = floor if floor is not None else (min(hi, fmt.FLOORS[torch.float64]) if bound is not None and lower is None
-                                                      and hi > 0 else None)
+                                                      and hi > 0 and not counted else None)
         pred = " and ".join(s for s in (f"≥ {fmt.value(lo)}" if lower is not None else "",
                                         f"≤ {fmt.value(hi)}" if bound is not None else "") if s)
         tol = pred

@@ -219,7 +219,7 @@ def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings
     def write(path: Path) -> None:
         ordered = {job.key: data["jobs"][job.key] for job in jobs if job.key in data["jobs"]}
         data.update(jobs=ordered, provenance=prov | dict(seconds=round(earlier_wall + time.perf_counter() - start, 1),
-                                                          job_seconds=round(sum(v["seconds"] for v in ordered.values()), 1)))
+                                                          job_seconds=round(sum(v.get("seconds") or 0.0 for v in ordered.values()), 1)))
         results.write_json(path, data)
 
     if todo:
