@@ -1,24 +1,57 @@
 """clbook: the package behind the executable book on the theory of contrastive learning.
 
-Modules by concept (see the book's API page):
+Modules by concept, each in the place a reader would look first (the book's API page lists every name):
 
-- :mod:`clbook.config`: seeds, device and dtype (``setup``);
-- :mod:`clbook.losses`: the α-CL loss family and its members;
-- :mod:`clbook.alpha`: pairwise importance and the min player;
-- :mod:`clbook.covariance`: contrastive covariance and energy;
-- :mod:`clbook.nets`: small encoders;
-- :mod:`clbook.data`, :mod:`clbook.dynamics`, :mod:`clbook.metrics`: data generators, training dynamics, measurements;
-- :mod:`clbook.experiments`: heavy experiments with committed results;
-- :mod:`clbook.verify`: checks and the records behind the Verification page;
-- :mod:`clbook.viz`, :mod:`clbook.widgets`: one figure style and parameter panels.
+Foundations
+    :mod:`clbook.config` (``setup``: seeds, device, dtype; draws on the CPU, then moved), :mod:`clbook.fmt` (how
+    numbers are printed), :mod:`clbook.verify` (checks and their kinds, comparisons with a paper's tables),
+    :mod:`clbook.linalg` (Haar draws, Stiefel retractions, normalisation), :mod:`clbook.results` (stored experiment
+    results, shipped with the package, and their provenance).
+Losses and what they weigh
+    :mod:`clbook.losses` (``losses.acl``: the α-CL family; ``losses.ntxent``: NT-Xent; ``losses.noncontrastive``),
+    :mod:`clbook.alpha` (pairwise importance and the min player), :mod:`clbook.covariance` (the contrastive
+    covariance and energy), :mod:`clbook.kernels` (its large-batch limits), :mod:`clbook.nets` (small encoders).
+Models
+    :mod:`clbook.data` (one module per data model: ``digits``, ``hierarchical``, ``latent``, ``modes``,
+    ``sparse_coding``, ``views``), :mod:`clbook.dynamics` (one module per model: ``critical``, ``deeplinear``,
+    ``dual``, ``landscape``, ``onelayer``, ``relu2layer``, ``ssl``, ``stiefel``, ``twolayer``, ``wide``),
+    :mod:`clbook.metrics` (``maxcos``, ``probes``).
+Heavy runs
+    :mod:`clbook.experiments` (``hierarchical``, ``landscape``, ``new_losses``, ``wide``, on one ``runner``).
+Figures and panels
+    :mod:`clbook.viz` (one style; a submodule per concept with the chapters' figures and panels),
+    :mod:`clbook.widgets`.
+
+Submodules of ``data``, ``dynamics``, ``metrics``, ``experiments``, ``losses`` and ``viz`` are imported explicitly
+(``from clbook.dynamics import onelayer``); nothing heavy is imported with ``import clbook``.
 """
-from . import alpha, config, covariance, data, dynamics, losses, metrics, nets, verify, viz, widgets
-from .config import current, generator, rand, randint, randn, setup, to_device
+from . import (
+    alpha,
+    config,
+    covariance,
+    data,
+    dynamics,
+    experiments,
+    fmt,
+    kernels,
+    linalg,
+    losses,
+    metrics,
+    nets,
+    results,
+    verify,
+    viz,
+    widgets,
+)
+from .config import current, defaults, generator, rand, randint, randn, setup, to_device
 from .verify import check
 
 __version__ = "0.2.0"
 
 __all__ = [
-    "alpha", "config", "covariance", "data", "dynamics", "losses", "metrics", "nets", "verify", "viz", "widgets",
-    "setup", "current", "generator", "randn", "rand", "randint", "to_device", "check", "__version__",
+    # modules
+    "config", "fmt", "verify", "linalg", "results", "losses", "alpha", "covariance", "kernels", "nets",
+    "data", "dynamics", "metrics", "experiments", "viz", "widgets",
+    # the functions every chapter uses
+    "setup", "current", "defaults", "generator", "randn", "rand", "randint", "to_device", "check", "__version__",
 ]

@@ -62,6 +62,7 @@ DOMAINS = {
     "clbook.fmt.percent": Spec(valid=st.fixed_dictionaries({"x": st.floats(0, 1)}), expect=_is_str, invalid=(Bad({"x": "a"}, "x"),)),
     "clbook.fmt.pm": Spec(valid=st.fixed_dictionaries({"mean": st.floats(-1, 1), "sd": st.floats(0, 1)}), expect=_is_str,
                           invalid=(Bad({"mean": 0.5, "sd": [0.1]}, "sd"), Bad({"mean": 0.5, "sd": 0.1, "digits": 9}, "digits"))),
+    "clbook.fmt.glue": Spec(exempt="emits display data for the book's glue roles; tests/unit/test_fmt.py checks it against myst-nb's"),
     # verify
     "clbook.verify.CheckRecord": Spec(exempt=EXEMPT_RECORD),
     "clbook.verify.Agreement": Spec(exempt=EXEMPT_RECORD),
