@@ -239,9 +239,13 @@ def test_jobs_of_the_named_experiments():
     assert t2[0].params["seeds"] == [1, 2, 3, 4, 5] and t2[0].params["sparsities"] == [0.1]
     assert max(t2, key=lambda j: j.cost).params["model"] in ("CL-basic", "CL-linear")
     ab = L.jobs("ablation")
-    assert {j.key.split("/")[0] for j in ab} == set(L.ABLATIONS)
+    assert {j.key.split("/")[0] for j in ab} == set(L.ABLATIONS) and len(ab) == sum(len(m) for _, m in L.ABLATIONS.values())
+    assert all(j.params["sparsities"] == [0.2] and j.params["paired"] for j in ab)
     assert all(j.params.get("n", 1000) == 3000 for j in ab if j.key.startswith("n=3000"))
-    assert {j.key.split("/")[0] for j in L.jobs("pilot")} == set(L.ABLATIONS) | {"base", "scheme=dependent"}
+    assert all(j.params["noise_draw"] == "view" for j in ab if j.key.startswith("noise_draw=view"))
+    assert [j.key for j in L.jobs("ablation", models=["CL-linear"])] == ["noise=0/CL-linear/0.2", "noise_draw=view/CL-linear/0.2"]
+    pilot = L.jobs("pilot")
+    assert {j.key.split("/")[0] for j in pilot} == set(L.PILOT) and pilot[0].params["epochs"] == 1000
     t1 = L.jobs("table1", quick=True)
     assert all(j.params["keep"] == 0.1 and j.params["epochs"] == 20 and j.params["seeds"] == [1, 2] for j in t1)
     assert [j.key for j in L.jobs("table2-independent", models=["NCL-linear"], sparsities=[0.2])] == ["NCL-linear/0.2"]
