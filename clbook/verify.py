@@ -99,7 +99,10 @@ def _is_count(value) -> bool:
 
 
 def _show(x: float, floor: float | None) -> str:
-    return fmt.error(x, floor) if floor is not None else fmt.value(x)
+    """A number of a check's row: below ``floor`` as the bound ``< floor``, otherwise a value (three digits)."""
+    if floor is not None and math.isfinite(x) and abs(x) < floor:
+        return fmt.error(x, floor)
+    return fmt.value(x)
 
 
 def _describe(arr: np.ndarray, floor: float | None = None) -> str:
