@@ -17,7 +17,8 @@ disagree is an argument of :func:`train`, so the ablations can vary it:
   the code's contrastive script falls back to the ``"dependent"`` masks of Eq. 2), fresh masks at every epoch;
 * encoders: weights :math:`\mathcal N(0, 1/(pd))` (paper and code), ``bias_init="zero"`` (paper; ``"uniform"``:
   PyTorch's default :math:`U(\pm1/\sqrt{\text{fan-in}})`, the code), SReLU of Eq. 14 with a trainable threshold
-  (the code thresholds at :math:`-b`: the same family, and the same law at a symmetric start), BatchNorm (batch
+  (the code thresholds at :math:`-b`, and with BatchNorm its bias also shifts the pre-activation: the same family of
+  functions, parameterised differently; see :data:`DEPARTURES`), BatchNorm (batch
   statistics of each view, trainable affine, eps :math:`10^{-5}`) where Table 2 says "BN" (paper; the code's
   ``simplified`` NCL model silently drops it: model ``"NCL-basic-code"``), outputs :math:`\ell_2`-normalised;
 * losses: NCL :math:`2 - 2\langle\hat h^o, \mathrm{SG}(\hat h^t)\rangle`, online and target updated alternately at
@@ -921,8 +922,11 @@ DEPARTURES = {
     "masks": "independent masks (Eq. 3, the paper's text) for every model; the code's contrastive script falls back to the "
              "dependent masks of Eq. 2 (scheme='dependent')",
     "bias": "biases and SReLU thresholds start at 0 (paper) instead of PyTorch's U(±1/sqrt(fan-in)) (bias_init='uniform')",
-    "srelu": "Eq. 14, relu(u - b) - relu(-u - b); the code computes relu(u + b) - relu(-u + b) on u = Wx, i.e. the same family "
-             "with threshold -b (the same law at a symmetric start)",
+    "srelu": "Eq. 14, relu(y - b) - relu(-y - b) with y = Wx (or BN(Wx) + beta). The code's SymReLU(x, b) = relu(x) - relu(-x + 2b) "
+             "is applied to x = Wx + b without BatchNorm, which is Eq. 14 with threshold -b (the same law at a symmetric start); "
+             "with BatchNorm it is applied to x = BN(Wx + b) = BN(Wx) (+ BN's own shift), which is Eq. 14 with threshold -b of "
+             "BN(Wx) - b: the code's bias both shifts the pre-activation and sets the threshold, ours has two parameters (BN's "
+             "shift and the threshold). Same family of functions, different parameterisation and start",
     "batchnorm": "BatchNorm in NCL-basic as Table 2 says; the code's `simplified` model ignores --use_bn (our NCL-basic-code)",
     "last batch": "the last, smaller batch of an epoch is kept; the code's contrastive loader drops it (drop_last=True): with "
                   "n = 1000 and batch 512 it trains on 512 samples per epoch",
@@ -1022,7 +1026,7 @@ def _by_epoch(runs: list[dict], metric: str) -> tuple[list, torch.Tensor]:
 
 def faithfulness(checkout, *, epochs: int = 200, seeds=(1, 2, 3), record: int = 10, n: int = 1000, batch: int = 500,
                  lr: float = 0.025, sparsity: float = 0.2, python: str | None = None, pythonpath: str | None = None,
-                 authors_commit: str | None = None) -> dict:
+                 authors_commit: str | None = None, theirs: dict | None = None, command: str | None = None) -> dict:
     r"""Run the authors' scripts and :func:`train` at identical settings; compare the max-cosine trajectories.
 
     The authors' ``main_simclr.py --model simclr --use_bn True`` (their CL-basic, with the dependent masks its
@@ -1036,6 +1040,9 @@ def faithfulness(checkout, *, epochs: int = 200, seeds=(1, 2, 3), record: int = 
     Tolerance, fixed before looking: at every recorded epoch and for each of the three metrics, the means over the
     seeds agree when :math:`|\Delta| \le 2\sqrt{\mathrm{se}_\text{theirs}^2 + \mathrm{se}_\text{ours}^2}` with
     :math:`\mathrm{se} = s/\sqrt{k}` over the :math:`k` seeds. The seeds are not the same draws (different generators).
+
+    ``theirs``: an earlier result of this function (same settings) whose recorded runs of the authors' code are reused
+    instead of running it again (an hour of CPU for the contrastive script); only our side is recomputed.
     """
     import json  # noqa: F401  (the subprocess results are JSON)
 
@@ -1056,6 +1063,7 @@ def faithfulness(checkout, *, epochs: int = 200, seeds=(1, 2, 3), record: int = 
         got = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True)
         authors_commit = got.stdout.strip() if got.returncode == 0 else "unknown (not a git checkout)"
     t0 = time.perf_counter()
+    theirs_given = theirs
     settings = dict(n=n, batch=batch, lr=lr, epochs=epochs, record=record, sparsity=sparsity, seeds=seeds, keep=0.5, temperature=0.05,
                     p=50, d=10, m=50)
     config = (f"nn: {n}\nnum_exp: {len(seeds)}\nNUM_EPOCHES: {epochs}\nbatch_size: {batch}\np: 50\nd: 10\nm: 50\nlr: {lr}\n"
@@ -1071,6 +1079,8 @@ def faithfulness(checkout, *, epochs: int = 200, seeds=(1, 2, 3), record: int = 
                                                                           config=config, shims=list(AUTHORS_SHIMS)),
                departures=DEPARTURES, tolerance="|mean_theirs - mean_ours| <= 2 sqrt(se_theirs^2 + se_ours^2), se = sd / sqrt(seeds), "
                                                 "at every recorded epoch, for each metric", models={})
+    if theirs_given is not None:  # where the reused runs of the authors' code came from
+        out["authors"]["runs_recorded_by"] = theirs_given.get("authors", {}).get("runs_recorded_by", theirs_given.get("provenance"))
     with tempfile.TemporaryDirectory(prefix="clbook-authors-") as tmp:
         work = Path(tmp)
         (work / "faith.yaml").write_text(config)
@@ -1078,7 +1088,14 @@ def faithfulness(checkout, *, epochs: int = 200, seeds=(1, 2, 3), record: int = 
             args = ["--cfg", str(work / "faith.yaml"), "--logDir", str(work / "log" / kind), "--normalize_repr", "True",
                     "--lr", str(lr), "--batch_size", str(batch), "--log_metrics", *spec["flags"]]
             (work / "log").mkdir(exist_ok=True)
-            theirs = _run_authors(checkout, spec["script"], args, record=record, python=python, pythonpath=pythonpath, workdir=work)
+            if theirs_given is not None:
+                if theirs_given.get("settings") != settings:
+                    raise ValueError("theirs was computed with other settings; run without theirs= to rerun the authors' code.")
+                recorded = theirs_given["models"][kind]["theirs"]["runs"]
+                theirs = dict(runs=[dict(r, seconds=r.get("seconds", 0.0)) for r in recorded])
+            else:
+                theirs = _run_authors(checkout, spec["script"], args, record=record, python=python, pythonpath=pythonpath,
+                                      workdir=work)
             ours = train(spec["ours"]["model"], scheme=spec["ours"]["scheme"], sparsities=[sparsity], seeds=seeds, n=n, batch=batch,
                          lr=lr, epochs=epochs, record=record, latent="exact", bias_init="uniform", paired=True, dtype=torch.float32)
             ours_runs = [dict(seed=r["seed"], epochs=r["epochs"], maximum=r["maximum"], median=r["median"], minimum=r["minimum"])
@@ -1103,7 +1120,7 @@ def faithfulness(checkout, *, epochs: int = 200, seeds=(1, 2, 3), record: int = 
                 theirs=dict(script=spec["script"], args=args, runs=their_runs),
                 ours=dict(model=spec["ours"]["model"], settings=ours.settings, runs=ours_runs, seconds=round(ours.seconds, 1)),
                 comparison=cells, within=sum(c["within"] for c in cells), cells=len(cells))
-    out["provenance"] = results.provenance(f"python -m clbook.experiments.landscape faithfulness --checkout {checkout}",
+    out["provenance"] = results.provenance(command or f"python -m clbook.experiments.landscape faithfulness --checkout {checkout}",
                                            time.perf_counter() - t0)
     return out
 
@@ -1123,6 +1140,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sparsities", type=runner.float_list, default=None, help="comma-separated Pr(sparse) (default 0.1,0.2,0.3)")
     parser.add_argument("--checkout", type=Path, default=None, help="faithfulness: a checkout of the authors' repository")
     parser.add_argument("--authors-pythonpath", default=None, help="faithfulness: a folder with yacs (pip install --target DIR yacs)")
+    parser.add_argument("--reuse-authors", type=Path, default=None,
+                        help="faithfulness: an earlier faithfulness.json whose runs of the authors' code are reused (only ours rerun)")
     runner.add_arguments(parser)
     args = parser.parse_args(argv)
     special = {"bench", "faithfulness"} & set(args.experiment)
@@ -1147,7 +1166,9 @@ def main(argv=None) -> int:
     if args.experiment == ["faithfulness"]:
         if args.checkout is None:
             parser.error("faithfulness needs --checkout PATH (a checkout of the authors' repository)")
-        data = faithfulness(args.checkout, epochs=args.epochs or 200, pythonpath=args.authors_pythonpath)
+        theirs = results.read_json(args.reuse_authors) if args.reuse_authors is not None else None
+        data = faithfulness(args.checkout, epochs=args.epochs or 200, pythonpath=args.authors_pythonpath, theirs=theirs,
+                            command=f"python -m clbook.experiments.landscape {' '.join(argv if argv is not None else sys.argv[1:])}")
         path = results.write_json(out / "faithfulness.json", data)
         for kind, v in data["models"].items():
             print(f"{kind}: {v['within']} of {v['cells']} (epoch, metric) cells within tolerance")
