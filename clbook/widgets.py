@@ -34,13 +34,17 @@ class PanelSpec:
     controls: Callable[[], dict]
 
     def __post_init__(self):
-        if not callable(self.figure) or not callable(self.controls):
-            raise TypeError("PanelSpec needs a figure function and a function that builds the controls.")
+        if not callable(self.figure):
+            raise TypeError(f"PanelSpec: figure must be a function that returns a figure; got figure = {self.figure!r}.")
+        if not callable(self.controls):
+            raise TypeError(f"PanelSpec: controls must be a function that builds the controls; got controls = {self.controls!r}.")
 
 
 def extremes(controls: dict) -> list[dict]:
     """The values at which a panel is tested: every control at its initial value, then each control alone at
     each end of its range (sliders) or at each option (dropdowns, checkboxes)."""
+    if not isinstance(controls, dict) or not all(isinstance(c, w.ValueWidget) for c in controls.values()):
+        raise TypeError(f"controls must be a dict of name -> ipywidgets control; got controls = {controls!r}.")
     base = {name: c.value for name, c in controls.items()}
     out = [base]
     for name, c in controls.items():

@@ -63,7 +63,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import results
-from .._validate import check_choice, check_in_range, check_int, check_nonnegative, check_positive
+from .._validate import check_choice, check_in_range, check_int, check_nonnegative, check_positive, check_tensor
 from ..config import generator as make_generator
 from ..config import rand, randint, randn
 from ..data import sparse_coding as sc
@@ -164,6 +164,16 @@ def batchnorm(u: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, *, eps: 
     variance, as ``torch.nn.BatchNorm1d``. The variance is the mean of the squared centred values (two passes):
     ``torch.var`` over a non-innermost axis is about 40 times slower on the CPU.
     """
+    u, gamma, beta = check_tensor("u", u), check_tensor("gamma", gamma), check_tensor("beta", beta)
+    if u.ndim < 2 or u.shape[-2] < 2:
+        raise ValueError(f"u must be [..., n, m] with n >= 2 samples (as torch.nn.BatchNorm1d in training mode); got {list(u.shape)}.")
+    for name, t in (("gamma", gamma), ("beta", beta)):
+        if t.ndim < 1 or t.shape[-1] != u.shape[-1] or t.dtype != u.dtype:
+            raise ValueError(f"{name} must be [..., m] with m = {u.shape[-1]} and dtype {u.dtype}; got {list(t.shape)}, {t.dtype}.")
+    return _batchnorm(u, gamma, beta, eps=check_positive("eps", eps))
+
+
+def _batchnorm(u, gamma, beta, *, eps=1e-5):
     c = u - u.mean(-2, keepdim=True)
     var = (c * c).mean(-2, keepdim=True)
     return c / torch.sqrt(var + eps) * gamma.unsqueeze(-2) + beta.unsqueeze(-2)
@@ -189,7 +199,7 @@ def _linear(a, W):
 def _layer(P, k, a, model):
     u = _linear(a, P[f"W{k}"])
     if model.bn:
-        u = batchnorm(u, _per_run(P[f"g{k}"], u.ndim - 1), _per_run(P[f"c{k}"], u.ndim - 1))
+        u = _batchnorm(u, _per_run(P[f"g{k}"], u.ndim - 1), _per_run(P[f"c{k}"], u.ndim - 1))
     b = _per_run(P[f"b{k}"], u.ndim)
     if model.srelu:
         return torch.relu(u - b) - torch.relu(-u - b)
@@ -704,14 +714,28 @@ def run(experiments, *, epochs: int | None = None, seeds=None, sparsities=None, 
 
 def collect(data: dict) -> dict:
     """``{model or tag: rows}`` of a stored result, whatever its format (the runner's ``jobs`` dict, or the older list)."""
+    if not isinstance(data, dict) or not isinstance(data.get("jobs"), (dict, list)):
+        raise ValueError(f"data must be a stored result, a dict with 'jobs' (see load); got {type(data).__name__}.")
     out = {}
-    if isinstance(data.get("jobs"), dict):
-        for key, job in data["jobs"].items():
-            out.setdefault(key.rsplit("/", 1)[0], []).extend(job["result"]["rows"])
-    else:
-        for job in data["jobs"]:
-            out.setdefault(job["tag"], []).extend(job["rows"])
+    try:
+        if isinstance(data["jobs"], dict):
+            for key, job in data["jobs"].items():
+                out.setdefault(key.rsplit("/", 1)[0], []).extend(job["result"]["rows"])
+        else:
+            for job in data["jobs"]:
+                out.setdefault(job["tag"], []).extend(job["rows"])
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"data is not a stored landscape result: a job lacks {exc}.") from None
     return out
+
+
+def _check_rows(rows, keys) -> list[dict]:
+    if not isinstance(rows, (list, tuple)) or not rows:
+        raise ValueError("rows must be a non-empty list of result rows (TrainResult.rows() or collect(...)[model]).")
+    for r in rows:
+        if not isinstance(r, dict) or any(k not in r for k in keys):
+            raise ValueError(f"rows must be result rows with the keys {list(keys)}; got {r!r:.80}.")
+    return list(rows)
 
 
 def mixed(independent: dict, dependent: dict) -> dict:
@@ -733,6 +757,7 @@ def mixed(independent: dict, dependent: dict) -> dict:
 def summarise(rows: list[dict], *, where: str = "end") -> dict:
     """Mean and sample standard deviation over seeds of (max, median, min) for each sparsity: ``{sparsity: [(mean, sd)] * 3}``."""
     check_choice("where", where, ("start", "end"))
+    rows = _check_rows(rows, ("sparsity", where))
     out = {}
     for s in sorted({r["sparsity"] for r in rows}):
         vals = torch.tensor([r[where] for r in rows if r["sparsity"] == s], dtype=torch.float64)
@@ -744,6 +769,7 @@ def summarise(rows: list[dict], *, where: str = "end") -> dict:
 def trajectory_summary(rows: list[dict], *, metric: str = "minimum") -> dict:
     """Per sparsity: the recorded epochs and the mean, sample sd and count over runs of one metric at each of them."""
     check_choice("metric", metric, METRICS)
+    rows = _check_rows(rows, ("sparsity", "epochs", metric))
     out = {}
     for s in sorted({r["sparsity"] for r in rows}):
         runs = [r for r in rows if r["sparsity"] == s]
@@ -1228,7 +1254,14 @@ def compare(paper: dict, ours: dict, *, n_paper: int = 5, n_ours: int = 5, margi
         if key not in ours:
             raise ValueError(f"ours has no row {key!r}; it has {sorted(ours, key=str)}.")
         for k, metric in enumerate(METRICS):
-            (pm, ps), (om, osd) = paper[key][k], ours[key][k]
+            try:
+                (pm, ps), (om, osd) = paper[key][k], ours[key][k]
+                cells = [float(v) for v in (pm, ps, om, osd)]
+            except (TypeError, ValueError, IndexError, KeyError):
+                raise ValueError(f"paper[{key!r}] and ours[{key!r}] must be three (mean, sd) pairs.") from None
+            if not all(math.isfinite(v) for v in cells):
+                raise ValueError(f"ours[{key!r}] or paper[{key!r}] has a non-finite value: {paper[key]!r}, {ours[key]!r}.")
+            pm, ps, om, osd = cells
             se = math.sqrt(ps ** 2 / n_paper + osd ** 2 / n_ours)
             delta = om - pm
             out.append(dict(key=key, metric=metric, paper=pm, paper_sd=ps, ours=om, ours_sd=osd, delta=delta, se=se,
@@ -1237,4 +1270,8 @@ def compare(paper: dict, ours: dict, *, n_paper: int = 5, n_ours: int = 5, margi
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main, not this __main__ copy: worker processes must find the jobs' function by its
+    # module name (a function of __main__ is pickled by value, with the module's autograd classes, and fails there).
+    from clbook.experiments.landscape import main as _main
+
+    sys.exit(_main())

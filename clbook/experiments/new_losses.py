@@ -362,4 +362,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main, not this __main__ copy: worker processes must find the jobs' function by its
+    # module name (a function of __main__ is pickled by value, with the module's autograd classes, and fails there).
+    from clbook.experiments.new_losses import main as _main
+
+    sys.exit(_main())

@@ -133,4 +133,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main, not this __main__ copy: worker processes must find the jobs' function by its
+    # module name (a function of __main__ is pickled by value, with the module's autograd classes, and fails there).
+    from clbook.experiments.wide import main as _main
+
+    sys.exit(_main())

@@ -1,4 +1,169 @@
-"""API domains of Chapter 17's modules: clbook.experiments.landscape, clbook.losses.ntxent, clbook.losses.noncontrastive."""
-from .spec import *  # noqa: F403
+"""API domains of Chapter 17's modules: clbook.experiments.landscape, clbook.losses.ntxent, clbook.losses.noncontrastive.
 
-DOMAINS: dict = {}
+Training calls are tiny (p = 6, d = 2, m = 4, n = 8, two epochs); the full experiments are exempt (their quick modes,
+resumption and bad arguments are tested in tests/unit/test_landscape_experiments.py).
+"""
+import math
+
+import torch
+from hypothesis import strategies as st
+
+from clbook.experiments import landscape as L
+
+from .spec import EXEMPT_CLI, EXEMPT_HEAVY, EXEMPT_PLOT, EXEMPT_RECORD, Bad, Spec, fixed, generators, scalar, shape, tensors
+
+_g = torch.Generator().manual_seed(0)
+_D = torch.float64
+_nan = float("nan")
+_h = torch.randn(2, 3, 4, generator=_g, dtype=_D)
+_tiny = dict(p=6, d=2, m=4, n=8, batch=4, epochs=2)
+
+
+def _is_int(out, kwargs):
+    assert isinstance(out, int) and out > 0
+
+
+def _train_result(out, kwargs):
+    R = len(kwargs["sparsities"]) * len(kwargs["seeds"])
+    assert isinstance(out, L.TrainResult) and len(out.minimum[-1]) == R
+    assert all(0 <= lo <= hi <= 1 + 1e-6 for lo, hi in zip(out.minimum[-1], out.maximum[-1], strict=True))
+
+
+def _rows(seeds=(1, 2, 3), sparsities=(0.1, 0.2), model="CL-basic"):
+    out = []
+    for s in sparsities:
+        for seed in seeds:
+            v = 0.5 + 0.01 * seed
+            out.append(dict(model=model, sparsity=s, seed=seed, start=[0.3, 0.2, 0.1], end=[v + 0.2, v, v - 0.2],
+                            epochs=[0, 10], maximum=[0.3, v + 0.2], median=[0.2, v], minimum=[0.1, v - 0.2], loss=1.0))
+    return out
+
+
+def _stored(scheme_models):
+    jobs = {}
+    for name in scheme_models:
+        for s in (0.1, 0.2):
+            jobs[f"{name}/{s}"] = {"params": {}, "result": {"rows": _rows(sparsities=(s,), model=name)}}
+    return {"jobs": jobs}
+
+
+_table = {0.1: [(0.9, 0.01), (0.8, 0.02), (0.7, 0.03)], 0.2: [(0.8, 0.0), (0.7, 0.0), (0.6, 0.1)]}
+
+DOMAINS: dict = {
+    # ------------------------------------------------------------------ clbook.losses.ntxent
+    "clbook.losses.ntxent.nt_xent": Spec(
+        valid=st.fixed_dictionaries({"_args": st.tuples(tensors(2, 3, 4), tensors(2, 3, 4)),
+                                     "temperature": st.floats(0.05, 5.0)}),
+        expect=shape(2),
+        invalid=(Bad({"_args": (_h, _h[..., :3])}, "h1 and h2"), Bad({"_args": (_h[:, :1], _h[:, :1])}, "B >= 2"),
+                 Bad({"_args": (_h, _h), "temperature": 0.0}, "temperature"),
+                 Bad({"_args": (_h, _h.float())}, "dtype"), Bad({"_args": (_h * _nan, _h)}, "h1"),
+                 Bad({"_args": ("x", _h)}, "h1"))),
+    "clbook.losses.ntxent.nt_xent_reference": Spec(
+        valid=st.fixed_dictionaries({"_args": st.tuples(tensors(3, 4), tensors(3, 4)), "temperature": st.floats(0.05, 5.0)}),
+        expect=scalar,
+        invalid=(Bad({"_args": (_h, _h[..., :3])}, "h1 and h2"), Bad({"_args": (_h, _h), "temperature": -1.0}, "temperature"))),
+    "clbook.losses.ntxent.ntxent_flops": Spec(
+        valid=st.fixed_dictionaries({"batch": st.integers(1, 4096), "features": st.integers(1, 512)}),
+        expect=lambda out, kw: out == 12 * kw["batch"] ** 2 * kw["features"] * 2,
+        invalid=(Bad({"batch": 0, "features": 3}, "batch"), Bad({"batch": 4, "features": 2.5}, "features"))),
+    # ------------------------------------------------------------------ clbook.losses.noncontrastive
+    "clbook.losses.noncontrastive.ncl_loss": Spec(
+        valid=st.fixed_dictionaries({"_args": st.tuples(tensors(2, 3, 4), tensors(2, 3, 4))}),
+        expect=lambda out, kw: tuple(out.shape) == (2,) and bool(((out >= -1e-12) & (out <= 4 + 1e-12)).all()),
+        invalid=(Bad({"_args": (_h, _h[..., :3])}, "q and target"), Bad({"_args": (_h * _nan, _h)}, "q"),
+                 Bad({"_args": (_h, _h.float())}, "dtype"), Bad({"_args": (_h[:, :0], _h[:, :0])}, "B >= 1"))),
+    "clbook.losses.noncontrastive.simsiam_loss": Spec(
+        valid=st.fixed_dictionaries({"_args": st.tuples(tensors(3, 4), tensors(3, 4), tensors(3, 4), tensors(3, 4))}),
+        expect=lambda out, kw: out.numel() == 1 and -1 - 1e-12 <= float(out) <= 1 + 1e-12,
+        invalid=(Bad({"_args": (_h, _h, _h, _h[..., :2])}, "z2"), Bad({"_args": (_h, _h, _h * _nan, _h)}, "z1"))),
+    # ------------------------------------------------------------------ clbook.experiments.landscape
+    "clbook.experiments.landscape.Model": Spec(
+        valid=st.fixed_dictionaries({"loss": st.sampled_from(["ncl", "ntxent", "simsiam"]), "bn": st.booleans(),
+                                     "srelu": st.booleans(), "layers": st.sampled_from([1, 2]),
+                                     "head": st.sampled_from(["none", "predictor", "projector"])}),
+        expect=lambda out, kw: out.loss == kw["loss"],
+        invalid=(Bad({"loss": "byol", "bn": True, "srelu": True}, "loss"), Bad({"loss": "ncl", "bn": True, "srelu": True, "layers": 3}, "layers"),
+                 Bad({"loss": "ncl", "bn": True, "srelu": True, "head": "mlp"}, "head"))),
+    "clbook.experiments.landscape.TrainResult": Spec(exempt=EXEMPT_RECORD),
+    "clbook.experiments.landscape.train": Spec(
+        valid=st.fixed_dictionaries({"model": st.sampled_from(["NCL-linear", "CL-basic", "NCL-basic-2L", "SimCLR", "SimSiam"]),
+                                     "sparsities": st.just([0.2]), "seeds": st.sampled_from([[1], [1, 2]]),
+                                     "scheme": st.sampled_from(["independent", "dependent"]),
+                                     "noise_draw": st.sampled_from(list(L.NOISE_DRAWS)), "latent": st.sampled_from(list(L.LATENTS)),
+                                     "paired": st.booleans(), **{k: st.just(v) for k, v in _tiny.items()}}),
+        expect=_train_result, max_examples=4,
+        invalid=(Bad({"model": "CL-huge"}, "model"), Bad({"model": "CL-basic", **_tiny, "lr": 0.0}, "lr"),
+                 Bad({"model": "CL-basic", **_tiny, "keep": 1.5}, "keep"), Bad({"model": "CL-basic", **_tiny, "sparsities": [0.0]}, "sparsity"),
+                 Bad({"model": "CL-basic", **_tiny, "noise": -0.1}, "noise"), Bad({"model": "CL-basic", **_tiny, "noise_draw": "x"}, "noise_draw"),
+                 Bad({"model": "CL-basic", **_tiny, "batch": 1}, "batch"), Bad({"model": "CL-basic", **_tiny, "paired": 1}, "paired"),
+                 Bad({"model": "CL-basic", **_tiny, "drop_last": True, "batch": 9}, "drop_last"),
+                 Bad({"model": "CL-basic", **_tiny, "dtype": torch.float16}, "dtype"),
+                 Bad({"model": "CL-basic", **_tiny, "normalize": "both"}, "normalize"),
+                 Bad({"model": "CL-basic", **_tiny, "seeds": []}, "seeds"))),
+    "clbook.experiments.landscape.train_job": Spec(
+        valid=fixed(model="NCL-basic", sparsities=[0.2], seeds=[1], record=1, **_tiny),
+        expect=lambda out, kw: len(out["rows"]) == 1 and out["rows"][0]["epochs"] == [0, 1, 2],
+        invalid=(Bad({"model": "x", **_tiny}, "model"), Bad({"model": "NCL-basic", **_tiny, "record": 0}, "record"))),
+    "clbook.experiments.landscape.batchnorm": Spec(
+        valid=st.fixed_dictionaries({"u": tensors(2, 5, 3), "gamma": tensors(2, 3), "beta": tensors(2, 3)}),
+        expect=shape(2, 5, 3),
+        invalid=(Bad({"u": torch.zeros(5, 3, dtype=_D), "gamma": torch.ones(4, dtype=_D), "beta": torch.zeros(3, dtype=_D)}, "gamma"),
+                 Bad({"u": torch.zeros(1, 3, dtype=_D), "gamma": torch.ones(3, dtype=_D), "beta": torch.zeros(3, dtype=_D)}, "u"),
+                 Bad({"u": torch.zeros(5, 3, dtype=_D), "gamma": torch.ones(3, dtype=_D), "beta": torch.zeros(3, dtype=_D), "eps": 0.0}, "eps"))),
+    "clbook.experiments.landscape.exact_latents": Spec(
+        valid=st.fixed_dictionaries({"n": st.integers(1, 20), "d": st.integers(4, 12), "sparsity": st.floats(0.05, 0.5),
+                                     "generator": generators()}),
+        expect=lambda out, kw: tuple(out.shape) == (kw["n"], kw["d"]) and bool((out != 0).any(-1).all()),
+        invalid=(Bad({"n": 0, "d": 5, "sparsity": 0.2, "generator": _g}, "n"), Bad({"n": 2, "d": 5, "sparsity": 1.5, "generator": _g}, "sparsity"),
+                 Bad({"n": 2, "d": 1, "sparsity": 1.0, "generator": _g}, "sparsity"),
+                 Bad({"n": 2, "d": 5, "sparsity": 0.2, "generator": 3}, "generator"))),
+    "clbook.experiments.landscape.jobs": Spec(
+        valid=st.fixed_dictionaries({"experiment": st.sampled_from(list(L.EXPERIMENTS)), "quick": st.booleans()}),
+        expect=lambda out, kw: len(out) > 0 and all(j.params["paired"] for j in out),
+        invalid=(Bad({"experiment": "table3"}, "experiment"), Bad({"experiment": "table1", "epochs": 0}, "epochs"),
+                 Bad({"experiment": "table1", "models": ["CL-huge"]}, "model"),
+                 Bad({"experiment": "table1", "sparsities": [2.0]}, "sparsity"), Bad({"experiment": "table1", "seeds": [-1]}, "seed"))),
+    "clbook.experiments.landscape.run": Spec(exempt=EXEMPT_HEAVY),
+    "clbook.experiments.landscape.bench": Spec(exempt=EXEMPT_HEAVY),
+    "clbook.experiments.landscape.faithfulness": Spec(exempt=EXEMPT_HEAVY),
+    "clbook.experiments.landscape.main": Spec(exempt=EXEMPT_CLI),
+    "clbook.experiments.landscape.explore_figure": Spec(exempt=EXEMPT_PLOT),
+    "clbook.experiments.landscape.estimate": Spec(
+        valid=st.fixed_dictionaries({"experiments": st.just(["table1"]), "workers": st.integers(1, 4),
+                                     "ms_per_epoch": st.just({"SimCLR": 20.0, "SimSiam": 4.0}), "slowdown": st.floats(1.0, 2.0)}),
+        expect=lambda out, kw: out["wall_seconds"] > 0,
+        invalid=(Bad({"experiments": ["table1"], "ms_per_epoch": {"SimCLR": 20.0}}, "ms_per_epoch"),
+                 Bad({"experiments": ["table1"], "ms_per_epoch": {"SimCLR": 20.0, "SimSiam": 4.0}, "workers": 0}, "workers"),
+                 Bad({"experiments": ["table9"], "ms_per_epoch": {}}, "experiment"))),
+    "clbook.experiments.landscape.step_flops": Spec(
+        valid=st.fixed_dictionaries({"model": st.sampled_from(["CL-basic", "CL-linear", "SimCLR"]), "batch": st.integers(1, 1024)}),
+        expect=_is_int,
+        invalid=(Bad({"model": "NCL-basic"}, "model"), Bad({"model": "CL-basic", "batch": 0}, "batch"))),
+    "clbook.experiments.landscape.collect": Spec(
+        valid=fixed(data=_stored(["CL-basic", "NCL-basic"])),
+        expect=lambda out, kw: set(out) == {"CL-basic", "NCL-basic"} and len(out["CL-basic"]) == 6,
+        invalid=(Bad({"data": 3}, "data"), Bad({"data": {"jobs": {"a/0.1": {}}}}, "data"))),
+    "clbook.experiments.landscape.mixed": Spec(
+        valid=fixed(independent=_stored(["CL-basic", "NCL-basic"]), dependent=_stored(["CL-basic"])),
+        expect=lambda out, kw: set(out) == {"CL-basic", "NCL-basic"},
+        invalid=(Bad({"independent": _stored(["CL-basic", "NCL-basic"]), "dependent": _stored(["NCL-basic"])}, "dependent"),)),
+    "clbook.experiments.landscape.summarise": Spec(
+        valid=st.fixed_dictionaries({"rows": st.just(_rows()), "where": st.sampled_from(["start", "end"])}),
+        expect=lambda out, kw: set(out) == {0.1, 0.2} and all(len(v) == 3 for v in out.values()),
+        invalid=(Bad({"rows": _rows(), "where": "middle"}, "where"), Bad({"rows": []}, "rows"), Bad({"rows": [{"seed": 1}]}, "rows"))),
+    "clbook.experiments.landscape.trajectory_summary": Spec(
+        valid=st.fixed_dictionaries({"rows": st.just(_rows()), "metric": st.sampled_from(list(L.METRICS))}),
+        expect=lambda out, kw: all(v["count"] == 3 and len(v["mean"]) == 2 for v in out.values()),
+        invalid=(Bad({"rows": _rows(), "metric": "mean"}, "metric"), Bad({"rows": []}, "rows"))),
+    "clbook.experiments.landscape.load": Spec(
+        valid=st.fixed_dictionaries({"name": st.sampled_from(["bench", "table4"])}),
+        expect=lambda out, kw: isinstance(out, dict) and "provenance" in out,
+        invalid=(Bad({"name": "table9"}, "name"), Bad({"name": 3}, "name"))),
+    "clbook.experiments.landscape.compare": Spec(
+        valid=st.fixed_dictionaries({"paper": st.just(_table), "ours": st.just(_table), "margin": st.floats(0.0, 0.2)}),
+        expect=lambda out, kw: len(out) == 6 and not any(c["differs"] for c in out),
+        invalid=(Bad({"paper": _table, "ours": {0.1: _table[0.1]}}, "ours"), Bad({"paper": _table, "ours": _table, "margin": -1.0}, "margin"),
+                 Bad({"paper": _table, "ours": _table, "n_paper": 0}, "n_paper"),
+                 Bad({"paper": _table, "ours": {0.1: _table[0.1], 0.2: [(math.nan, 0.0)] * 3}}, "ours"))),
+}

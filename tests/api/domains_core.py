@@ -3,6 +3,7 @@ import torch
 from hypothesis import strategies as st
 
 import clbook
+from clbook import widgets as _widgets
 from clbook.experiments import runner
 
 from .spec import EXEMPT_PLOT, EXEMPT_RECORD, EXEMPT_WIDGET, Bad, Spec, bad, fixed, generators, scalar, shape, tensors
@@ -158,6 +159,16 @@ DOMAINS = {
     "clbook.widgets.int_slider": Spec(exempt=EXEMPT_WIDGET),
     "clbook.widgets.dropdown": Spec(exempt=EXEMPT_WIDGET),
     "clbook.widgets.toggle": Spec(exempt=EXEMPT_WIDGET),
+    "clbook.widgets.PanelSpec": Spec(
+        valid=fixed(chapter="ch00", figure=lambda **kw: None, controls=dict),
+        expect=lambda out, kw: out.chapter == "ch00",
+        invalid=(Bad({"chapter": "ch00", "figure": 3, "controls": dict}, "figure"),
+                 Bad({"chapter": "ch00", "figure": print, "controls": None}, "controls"))),
+    "clbook.widgets.extremes": Spec(
+        valid=st.floats(0.0, 1.0).map(lambda v: {"controls": {"a": _widgets.slider("a", v, 0.0, 1.0, 0.1),
+                                                               "b": _widgets.toggle("b", True)}}),
+        expect=lambda out, kw: len(out) >= 3 and all(set(v) == {"a", "b"} for v in out),
+        invalid=(Bad({"controls": 3}, "controls"), Bad({"controls": {"a": 1.0}}, "controls"))),
     # runner
     "clbook.experiments.runner.Job": Spec(valid=st.fixed_dictionaries({"key": st.text(min_size=1, max_size=5),
                                                                        "params": st.dictionaries(st.text(max_size=3), st.integers())}),

@@ -399,3 +399,19 @@ def test_estimate_schedules_largest_first():
     assert e["wall_seconds"] == round(2 + 2 * 0.2)  # CL-basic and CL-linear in parallel (2 s each), then 4 x 0.2 s on two workers
     with pytest.raises(ValueError, match="ms_per_epoch"):
         L.estimate(["table1"], {"SimCLR": 1.0})
+
+
+def test_module_command_line_runs_jobs_in_worker_processes(tmp_path):
+    """``python -m clbook.experiments.landscape`` with 2 workers: the jobs' function must reach the worker processes.
+
+    Run as ``__main__``, the module's own functions would be pickled by value (with its autograd classes) and the
+    workers fail to load them; the entry point therefore runs the imported module's ``main``.
+    """
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "clbook.experiments.landscape", "table1", "--quick", "--workers", "2",
+                           "--models", "SimSiam", "--sparsities", "0.2", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "quick-table1.json").is_file()
