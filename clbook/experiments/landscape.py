@@ -78,7 +78,7 @@ __all__ = [
     "Model", "MODELS", "TrainResult", "train", "train_job", "nt_xent", "ncl_loss", "simsiam_loss", "batchnorm", "exact_latents",
     "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_TABLE4", "AUTHORS_SECONDS_PER_EPOCH", "EXPERIMENTS", "TABLE2_MODELS", "ABLATIONS",
     "ABLATION_MODELS", "PILOT", "NOISE_DRAWS", "LATENTS", "BIAS_INITS", "jobs", "run", "estimate", "collect", "step_flops", "mixed",
-    "summarise", "trajectory_summary", "bench", "faithfulness", "load", "main", "DATA", "explore_figure", "compare", "METRICS",
+    "summarise", "trajectory_summary", "bench", "faithfulness", "load", "main", "DATA", "compare", "METRICS",
 ]
 
 DATA = results.user_dir("landscape")  # default --out of a rerun; the shipped results are read with results.load
@@ -1212,31 +1212,6 @@ def main(argv=None) -> int:
 
 
 # ----------------------------------------------------------------------------------------------- chapter helpers
-
-
-def explore_figure(model: str = "NCL-basic", sparsity: float = 0.2, warm_c: float = 0.0, aligned: bool = False, normalize: str = "none",
-                   keep: float = 0.5, epochs: int = 150, seed: int = 1):
-    """Panel of Chapter 17: one small run (p = 30, d = 6, m = 30, 256 samples, batch 128, lr 0.1), max-cosines against epochs.
-
-    ``warm_c`` = 0 starts at random, otherwise from the warm start with :math:`\\sigma = p^{-c/2}`; the dashed line
-    is the chance level of a random :math:`W` (:func:`clbook.metrics.maxcos.chance_level`). Returns a Figure.
-    """
-    from .. import viz
-
-    check_nonnegative("warm_c", warm_c)
-    check_choice("normalize", normalize, ("none", "row", "column"))
-    p, d, m = 30, 6, 30
-    res = train(model, sparsities=[sparsity], seeds=[seed], p=p, d=d, m=m, n=256, batch=128, epochs=epochs, lr=0.1, keep=keep,
-                warm=p ** (-warm_c / 2) if warm_c > 0 else None, aligned=aligned, normalize=None if normalize == "none" else normalize,
-                record=max(epochs // 15, 1))
-    fig, ax = viz.figure(width=5.6, height=3.2)
-    for key, values in (("maximum", res.maximum), ("median", res.median), ("minimum", res.minimum)):
-        ax.plot(res.epochs, [v[0] for v in values], marker="o", ms=3, label=key)
-    ax.axhline(maxcos.chance_level(p, d, m).minimum, color="0.5", ls="--", lw=0.8, label="chance (min)")
-    ax.set(xlabel="epoch", ylabel="max-cosine", ylim=(0, 1.02),
-           title=f"{model}, Pr(sparse) = {sparsity}, {'warm c = ' + str(warm_c) if warm_c > 0 else 'random init'}")
-    ax.legend(fontsize=7, loc="lower right")
-    return fig
 
 
 def compare(paper: dict, ours: dict, *, n_paper: int = 5, n_ours: int = 5, margin: float = 0.05) -> list[dict]:

@@ -128,7 +128,6 @@ DOMAINS: dict = {
     "clbook.experiments.landscape.bench": Spec(exempt=EXEMPT_HEAVY),
     "clbook.experiments.landscape.faithfulness": Spec(exempt=EXEMPT_HEAVY),
     "clbook.experiments.landscape.main": Spec(exempt=EXEMPT_CLI),
-    "clbook.experiments.landscape.explore_figure": Spec(exempt=EXEMPT_PLOT),
     "clbook.experiments.landscape.estimate": Spec(
         valid=st.fixed_dictionaries({"experiments": st.just(["table1"]), "workers": st.integers(1, 4),
                                      "ms_per_epoch": st.just({"SimCLR": 20.0, "SimSiam": 4.0}), "slowdown": st.floats(1.0, 2.0)}),
@@ -160,6 +159,7 @@ DOMAINS: dict = {
         valid=st.fixed_dictionaries({"name": st.sampled_from(["bench", "table4"])}),
         expect=lambda out, kw: isinstance(out, dict) and "provenance" in out,
         invalid=(Bad({"name": "table9"}, "name"), Bad({"name": 3}, "name"))),
+    "clbook.viz.practice.explore": Spec(exempt=EXEMPT_PLOT),
     "clbook.experiments.landscape.compare": Spec(
         valid=st.fixed_dictionaries({"paper": st.just(_table), "ours": st.just(_table), "margin": st.floats(0.0, 0.2)}),
         expect=lambda out, kw: len(out) == 6 and not any(c["differs"] for c in out),
