@@ -100,8 +100,8 @@ browser: $(STAMP) chromium book
 
 # Speed benchmarks (not timed tests): fixed slices of the heavy experiments, reports with provenance in clbook/results/.
 bench: $(STAMP)
-	$(BIN)/python -m clbook.experiments.hierarchical bench
-	$(BIN)/python -m clbook.experiments.landscape bench
+	$(BIN)/python -m clbook.experiments.hierarchical bench --fresh --out clbook/results/hierarchical
+	$(BIN)/python -m clbook.experiments.landscape bench --out clbook/results/landscape
 
 outputs: $(STAMP)
 	CLBOOK_DEVICE=cpu CLBOOK_THREADS=1 $(BIN)/python tools/nbtools.py outputs

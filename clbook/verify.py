@@ -27,7 +27,6 @@ from . import fmt
 __all__ = [
     "CheckRecord", "KINDS", "check", "records", "clear", "report", "collect", "summarise", "LABEL_PATTERN",
     "AGREEMENT_K", "Agreement", "agreement", "TableComparison", "compare_table", "detectable_difference",
-    "format_number", "format_error",
 ]
 
 LABEL_PATTERN = re.compile(r"^(acl|nonlin|esser|pokle)-(def|asm|lem|thm|cor|prop|rem|conj|ex|eq|fig|tab)-[0-9A-Za-z.]+$")
@@ -67,10 +66,6 @@ class CheckRecord:
 _records: list[CheckRecord] = []
 _last = time.perf_counter()
 
-format_number = fmt.value
-"""Alias of :func:`clbook.fmt.value` (the one formatter of measured values)."""
-format_error = fmt.error
-"""Alias of :func:`clbook.fmt.error` (the one formatter of errors)."""
 
 
 def _to_array(name, value) -> np.ndarray:

@@ -11,7 +11,7 @@ r"""Non-contrastive losses of the experiments of Pokle, Tian, Li and Risteski (2
   ``main_simsiam.py``): :math:`\tfrac12[-\cos(p_1,\mathrm{SG}z_2) - \cos(p_2,\mathrm{SG}z_1)]`, batch-averaged.
 
 Leading axes (a stack of independent runs) are kept. Used in Chapter 17 through :mod:`clbook.experiments.landscape`;
-the theory versions (unnormalised, Eqs 6, 7, 12, 13) are in :mod:`clbook.landscape` (Chapters 14-16).
+the theory versions (unnormalised, Eqs 6, 7, 12, 13) are in :mod:`clbook.dynamics.landscape` (Chapters 14-16).
 """
 from __future__ import annotations
 
