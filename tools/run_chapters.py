@@ -49,7 +49,9 @@ def run_one(source: Path, twice: bool, timeout: int) -> dict:
     shutil.copy(source, path)
     nb = nbformat.read(path, as_version=4)
     result = {"chapter": source.name, "status": "ok", "seconds": None, "second_pass_differs": [], "error": ""}
-    km = KernelManager(kernel_name="python3", transport="ipc")  # a local socket: no TCP warning from ipykernel
+    # A local socket (no TCP warning from ipykernel), at an absolute path: a relative one would be resolved in the
+    # client's and in the kernel's working directory (the chapter's folder), which differ, and the kernel never answers.
+    km = KernelManager(kernel_name="python3", transport="ipc", ip=str(folder / "kernel-ipc"))
     client = NotebookClient(nb, km=km, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(folder)}})
     try:
         with client.setup_kernel():
