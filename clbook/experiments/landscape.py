@@ -77,7 +77,7 @@ from . import runner
 __all__ = [
     "Model", "MODELS", "TrainResult", "train", "train_job", "nt_xent", "ncl_loss", "simsiam_loss", "batchnorm", "exact_latents",
     "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_TABLE4", "AUTHORS_SECONDS_PER_EPOCH", "EXPERIMENTS", "TABLE2_MODELS", "ABLATIONS",
-    "ABLATION_MODELS", "PILOT", "NOISE_DRAWS", "LATENTS", "BIAS_INITS", "jobs", "run", "estimate", "collect", "step_flops", "mixed",
+    "ABLATION_MODELS", "PILOT", "NOISE_DRAWS", "LATENTS", "BIAS_INITS", "jobs", "run", "estimate", "collect", "step_flops", "mixed", "end_values", "paired_gap",
     "summarise", "trajectory_summary", "bench", "faithfulness", "load", "main", "DATA", "compare", "METRICS",
 ]
 
@@ -754,6 +754,43 @@ def mixed(independent: dict, dependent: dict) -> dict:
     return out
 
 
+def end_values(groups: dict) -> dict:
+    """Per-seed end points of stored runs: ``{(key, sparsity, metric): [value of each seed, seeds in increasing order]}``.
+
+    ``groups`` maps a model (or ``factor/model``) to its rows, as :func:`collect` and :func:`mixed` return them;
+    ``metric`` is one of :data:`METRICS`. The per-seed lists are what :func:`clbook.verify.compare_table` and
+    :func:`paired_gap` take.
+    """
+    if not isinstance(groups, dict) or not groups:
+        raise ValueError(f"groups must be a non-empty dict {{model: rows}} (see collect); got {groups!r:.80}.")
+    out = {}
+    for key, rows in groups.items():
+        rows = _check_rows(rows, ("sparsity", "seed", "end"))
+        for r in sorted(rows, key=lambda r: (r["sparsity"], r["seed"])):
+            for k, metric in enumerate(METRICS):
+                out.setdefault((key, r["sparsity"], metric), []).append(float(r["end"][k]))
+    return out
+
+
+def paired_gap(values: dict, a: str, b: str, *, sparsity: float, metric: str = "minimum") -> tuple[float, float]:
+    """Mean and standard error over seeds of the seed-by-seed difference ``a − b`` of :func:`end_values`.
+
+    The runs of one seed are paired (``paired=True``: same data, initial weights where the architectures agree,
+    permutations and masks), so the standard error is that of the differences, :math:`s_{a-b}/\sqrt{n}`.
+    """
+    check_choice("metric", metric, METRICS)
+    if not isinstance(values, dict):
+        raise ValueError(f"values must be the dict of end_values; got {type(values).__name__}.")
+    try:
+        va, vb = values[(a, sparsity, metric)], values[(b, sparsity, metric)]
+    except KeyError as exc:
+        raise ValueError(f"values has no cell {exc.args[0]!r}; a and b must be keys of end_values at this sparsity.") from None
+    if len(va) != len(vb) or len(va) < 2:
+        raise ValueError(f"a and b need the same seeds, at least 2; got {len(va)} and {len(vb)} values.")
+    diff = torch.tensor(va, dtype=torch.float64) - torch.tensor(vb, dtype=torch.float64)
+    return float(diff.mean()), float(diff.std() / math.sqrt(len(diff)))
+
+
 def summarise(rows: list[dict], *, where: str = "end") -> dict:
     """Mean and sample standard deviation over seeds of (max, median, min) for each sparsity: ``{sparsity: [(mean, sd)] * 3}``."""
     check_choice("where", where, ("start", "end"))
@@ -1181,7 +1218,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     if args.experiment == ["bench"]:
         data = bench(epochs=args.epochs or (5 if args.quick else 40), repeats=2 if args.quick else 9)
-        path = results.write_json(out / f"{'quick-' if args.quick else ''}bench-step.json", data)
+        path = results.write_json(out / f"{'quick-' if args.quick else ''}bench.json", data)
         s = data["summary"]
         print(f"matmul {s['matmul_gflops_median']} GFLOP/s, contrastive step {s['step_gflops_median']} GFLOP/s, ratio "
               f"{s['ratio_median']} (range {s['ratio_range'][0]}-{s['ratio_range'][1]}, target >= {s['target']})")

@@ -47,6 +47,7 @@ def _stored(scheme_models):
     return {"jobs": jobs}
 
 
+_VALUES = L.end_values({"CL-basic": _rows(), "NCL-basic": _rows(model="NCL-basic")})
 _table = {0.1: [(0.9, 0.01), (0.8, 0.02), (0.7, 0.03)], 0.2: [(0.8, 0.0), (0.7, 0.0), (0.6, 0.1)]}
 
 DOMAINS: dict = {
@@ -147,6 +148,17 @@ DOMAINS: dict = {
         valid=fixed(independent=_stored(["CL-basic", "NCL-basic"]), dependent=_stored(["CL-basic"])),
         expect=lambda out, kw: set(out) == {"CL-basic", "NCL-basic"},
         invalid=(Bad({"independent": _stored(["CL-basic", "NCL-basic"]), "dependent": _stored(["NCL-basic"])}, "dependent"),)),
+    "clbook.experiments.landscape.end_values": Spec(
+        valid=fixed(groups={"CL-basic": _rows(), "NCL-basic": _rows(model="NCL-basic")}),
+        expect=lambda out, kw: len(out) == 2 * 2 * 3 and all(len(v) == 3 for v in out.values()),
+        invalid=(Bad({"groups": {}}, "groups"), Bad({"groups": {"CL-basic": [{"seed": 1}]}}, "rows"))),
+    "clbook.experiments.landscape.paired_gap": Spec(
+        valid=st.fixed_dictionaries({"values": st.just(_VALUES), "a": st.just("CL-basic"), "b": st.just("NCL-basic"),
+                                     "sparsity": st.sampled_from([0.1, 0.2]), "metric": st.sampled_from(list(L.METRICS))}),
+        expect=lambda out, kw: abs(out[0]) < 1e-12 and out[1] >= 0,
+        invalid=(Bad({"values": _VALUES, "a": "CL-basic", "b": "X", "sparsity": 0.1}, "values"),
+                 Bad({"values": _VALUES, "a": "CL-basic", "b": "NCL-basic", "sparsity": 0.1, "metric": "mean"}, "metric"),
+                 Bad({"values": 3, "a": "CL-basic", "b": "NCL-basic", "sparsity": 0.1}, "values"))),
     "clbook.experiments.landscape.summarise": Spec(
         valid=st.fixed_dictionaries({"rows": st.just(_rows()), "where": st.sampled_from(["start", "end"])}),
         expect=lambda out, kw: set(out) == {0.1, 0.2} and all(len(v) == 3 for v in out.values()),

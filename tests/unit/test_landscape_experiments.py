@@ -415,3 +415,16 @@ def test_module_command_line_runs_jobs_in_worker_processes(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "quick-table1.json").is_file()
+
+
+def test_end_values_and_paired_gap():
+    rows = [dict(model="A", sparsity=0.2, seed=s, end=[0.9, 0.8, v]) for s, v in ((2, 0.5), (1, 0.4), (3, 0.6))]
+    other = [dict(model="B", sparsity=0.2, seed=s, end=[0.9, 0.8, v]) for s, v in ((1, 0.1), (2, 0.3), (3, 0.2))]
+    values = L.end_values({"A": rows, "B": other})
+    assert values[("A", 0.2, "minimum")] == [0.4, 0.5, 0.6]  # ordered by seed
+    mean, se = L.paired_gap(values, "A", "B", sparsity=0.2)
+    diffs = [0.3, 0.2, 0.4]
+    sd = (sum((d - 0.3) ** 2 for d in diffs) / 2) ** 0.5
+    assert abs(mean - 0.3) < 1e-12 and abs(se - sd / 3 ** 0.5) < 1e-12
+    with pytest.raises(ValueError, match="same seeds"):
+        L.paired_gap(L.end_values({"A": rows, "B": other[:2]}), "A", "B", sparsity=0.2)
