@@ -77,8 +77,8 @@ from . import runner
 __all__ = [
     "Model", "MODELS", "TrainResult", "train", "train_job", "nt_xent", "ncl_loss", "simsiam_loss", "batchnorm", "exact_latents",
     "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_TABLE4", "AUTHORS_SECONDS_PER_EPOCH", "EXPERIMENTS", "TABLE2_MODELS", "ABLATIONS",
-    "ABLATION_MODELS", "PILOT", "NOISE_DRAWS", "LATENTS", "BIAS_INITS", "jobs", "run", "estimate", "collect", "step_flops", "mixed", "end_values", "paired_gap",
-    "summarise", "trajectory_summary", "bench", "faithfulness", "load", "main", "DATA", "compare", "METRICS",
+    "ABLATION_MODELS", "PILOT", "NOISE_DRAWS", "LATENTS", "BIAS_INITS", "jobs", "run", "estimate", "collect", "step_flops", "mixed",
+    "end_values", "paired_gap", "summarise", "trajectory_summary", "bench", "faithfulness", "load", "main", "DATA", "compare", "METRICS",
 ]
 
 DATA = results.user_dir("landscape")  # default --out of a rerun; the shipped results are read with results.load
@@ -773,7 +773,7 @@ def end_values(groups: dict) -> dict:
 
 
 def paired_gap(values: dict, a: str, b: str, *, sparsity: float, metric: str = "minimum") -> tuple[float, float]:
-    """Mean and standard error over seeds of the seed-by-seed difference ``a − b`` of :func:`end_values`.
+    r"""Mean and standard error over seeds of the seed-by-seed difference ``a − b`` of :func:`end_values`.
 
     The runs of one seed are paired (``paired=True``: same data, initial weights where the architectures agree,
     permutations and masks), so the standard error is that of the differences, :math:`s_{a-b}/\sqrt{n}`.
