@@ -632,13 +632,15 @@ def _cost(params: dict) -> float:
     return ms * params["epochs"] * len(params["seeds"]) * len(params["sparsities"]) * params.get("n", 1000) / 1000 / 1000
 
 
-def jobs(experiment: str, *, epochs: int | None = None, seeds=None, sparsities=None, models=None, quick: bool = False) -> list:
+def jobs(experiment: str, *, epochs: int | None = None, seeds=None, sparsities=None, models=None, quick: bool = False,
+         factors=None) -> list:
     """The jobs (:class:`clbook.experiments.runner.Job`) of a named experiment: one per (model or setting, sparsity).
 
     ``table2-independent`` / ``table2-dependent``: the Table 2 models under the masks of the paper's text (Eq. 3) /
     of the authors' contrastive script (Eq. 2); ``table1``: Simplified-SimCLR and -SimSiam with keep probability
     0.1 (the caption's Bernoulli(0.1)); ``ablation``: the factors and models of :data:`ABLATIONS` at Pr(sparse) 0.2;
     ``pilot``: :data:`PILOT` at 1000 epochs, 2 seeds; ``table4`` and ``figures``: the warm starts of Chapter 17.
+    ``factors`` (ablation and pilot only) keeps the named factors of :data:`ABLATIONS` / :data:`PILOT`.
     Every job uses ``paired=True`` (same data, permutations and masks for every model of one seed and sparsity),
     records the max-cosines every ``epochs // 80`` epochs (every 100 at 8000) and defaults to 8000 epochs, seeds
     1-5 and Pr(sparse) 0.1, 0.2, 0.3 (``quick``: 20 epochs, seeds 1-2).
@@ -651,6 +653,14 @@ def jobs(experiment: str, *, epochs: int | None = None, seeds=None, sparsities=N
     if models is not None:
         for name in models:
             check_choice("model", name, tuple(MODELS))
+    if factors is not None:
+        known = ABLATIONS if experiment == "ablation" else PILOT if pilot else None
+        if known is None:
+            raise ValueError(f"factors applies to the ablation and the pilot, not to {experiment!r}.")
+        if isinstance(factors, str) or not list(factors):
+            raise ValueError(f"factors must be a non-empty list of names from {list(known)}; got {factors!r}.")
+        for factor in factors:
+            check_choice("factor", factor, tuple(known))
     base = dict(epochs=E, seeds=seeds, record=max(E // 80, 1), paired=True)
     todo = []  # (key prefix, model, settings)
     if experiment in ("table2-independent", "table2-dependent"):
@@ -660,10 +670,11 @@ def jobs(experiment: str, *, epochs: int | None = None, seeds=None, sparsities=N
         todo = [(name, name, dict(keep=0.1)) for name in (models or ("SimCLR", "SimSiam"))]
     elif experiment == "ablation":
         todo = [(f"{factor}/{name}", name, kw) for factor, (kw, names) in ABLATIONS.items() for name in names
-                if models is None or name in models]
+                if (models is None or name in models) and (factors is None or factor in factors)]
         betas = [0.2] if sparsities is None else betas
     elif pilot:
-        todo = [(f"{factor}/{name}", name, kw) for factor, kw in PILOT.items() for name in (models or ("CL-basic", "NCL-basic"))]
+        todo = [(f"{factor}/{name}", name, kw) for factor, kw in PILOT.items() for name in (models or ("CL-basic", "NCL-basic"))
+                if factors is None or factor in factors]
     elif experiment == "table4":
         todo = [(f"warm={s}", "NCL-basic", dict(warm=s)) for s in (0.14, 0.02, 0.002)]
     elif experiment == "figures":  # Figs 4-7 at Pr(sparse) = 0.2 (3 runs in the paper), plus this book's alignment ablation
@@ -688,7 +699,7 @@ def jobs(experiment: str, *, epochs: int | None = None, seeds=None, sparsities=N
     return out
 
 
-def run(experiments, *, epochs: int | None = None, seeds=None, sparsities=None, models=None, quick: bool = False, out=None,
+def run(experiments, *, epochs: int | None = None, seeds=None, sparsities=None, models=None, factors=None, quick: bool = False, out=None,
         workers: int = 2, backend: str = "local", scheduler: str | None = None, fresh: bool = False, progress: bool = True,
         command: str | None = None) -> dict:
     """Run named experiments one after the other through :func:`clbook.experiments.runner.run_jobs`.
@@ -702,7 +713,8 @@ def run(experiments, *, epochs: int | None = None, seeds=None, sparsities=None, 
     command = command or f"python -m clbook.experiments.landscape {' '.join(sys.argv[1:])}"
     done = {}
     for experiment in experiments:
-        todo = jobs(experiment, epochs=epochs, seeds=seeds, sparsities=sparsities, models=models, quick=quick)
+        todo = jobs(experiment, epochs=epochs, seeds=seeds, sparsities=sparsities, models=models, quick=quick,
+                    factors=factors if experiment in ("ablation", "pilot") else None)
         name = f"quick-{experiment}" if quick else experiment
         settings = dict(experiment=experiment, quick=quick, dtype="float32",
                         jobs={job.key: job.params for job in todo})
@@ -1199,6 +1211,8 @@ def main(argv=None) -> int:
     parser.add_argument("--epochs", type=runner.positive_int, default=None,
                         help="epochs (default 8000, the paper's; 1000 for pilot; 20 with --quick)")
     parser.add_argument("--models", type=runner.choice_list(MODELS), default=None, help="comma-separated model names")
+    parser.add_argument("--factors", type=runner.choice_list({**ABLATIONS, **PILOT}), default=None,
+                        help="ablation or pilot: comma-separated factors to run (default all)")
     parser.add_argument("--seeds", type=runner.int_list, default=None, help="comma-separated seeds (default 1-5)")
     parser.add_argument("--sparsities", type=runner.float_list, default=None, help="comma-separated Pr(sparse) (default 0.1,0.2,0.3)")
     parser.add_argument("--checkout", type=Path, default=None, help="faithfulness: a checkout of the authors' repository")
@@ -1240,7 +1254,7 @@ def main(argv=None) -> int:
     command = f"python -m clbook.experiments.landscape {' '.join(argv if argv is not None else sys.argv[1:])}"
     try:
         written = run(args.experiment, epochs=args.epochs, seeds=args.seeds, sparsities=args.sparsities, models=args.models,
-                      quick=args.quick, out=out, workers=args.workers, backend=args.backend, scheduler=args.scheduler,
+                      factors=args.factors, quick=args.quick, out=out, workers=args.workers, backend=args.backend, scheduler=args.scheduler,
                       fresh=args.fresh, command=command)
     except ValueError as exc:
         parser.error(str(exc))

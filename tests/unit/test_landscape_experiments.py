@@ -428,3 +428,15 @@ def test_end_values_and_paired_gap():
     assert abs(mean - 0.3) < 1e-12 and abs(se - sd / 3 ** 0.5) < 1e-12
     with pytest.raises(ValueError, match="same seeds"):
         L.paired_gap(L.end_values({"A": rows, "B": other[:2]}), "A", "B", sparsity=0.2)
+
+
+def test_ablation_factors_select_jobs_and_reject_unknown_ones(capsys):
+    keys = [j.key for j in L.jobs("ablation", models=["CL-basic", "NCL-basic"], factors=["noise=0", "noise_draw=view"])]
+    assert keys == ["noise=0/CL-basic/0.2", "noise=0/NCL-basic/0.2", "noise_draw=view/CL-basic/0.2", "noise_draw=view/NCL-basic/0.2"]
+    with pytest.raises(ValueError, match="factor"):
+        L.jobs("ablation", factors=["noise=7"])
+    with pytest.raises(ValueError, match="factors"):
+        L.jobs("table1", factors=["noise=0"])
+    with pytest.raises(SystemExit):
+        L.main(["ablation", "--factors", "nope"])
+    assert "unknown 'nope'" in capsys.readouterr().err
