@@ -175,19 +175,25 @@ def colab() -> int:
 def _experiment_from_installed(python: Path, env: dict, tmp: Path) -> dict:
     """An experiment's command line run from the installed package writes to the user's folder, with provenance."""
     out = tmp / "results" / "new_losses"
-    done = subprocess.run([str(python), "-m", "clbook.experiments.new_losses", "--quick"], capture_output=True, text=True,
-                          env=env, timeout=600, cwd=env["HOME"])
     site = subprocess.run([str(python), "-c", "import clbook, pathlib; print(pathlib.Path(clbook.__file__).parent)"],
                           capture_output=True, text=True, env=env, cwd=env["HOME"]).stdout.strip()
+
+    def files():  # every file of the installed package, with its modification time
+        return {str(p): p.stat().st_mtime_ns for p in Path(site).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+
+    before = files()
+    done = subprocess.run([str(python), "-m", "clbook.experiments.new_losses", "--quick"], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=env["HOME"])
     written = sorted(p.name for p in out.glob("*.json")) if out.exists() else []
-    in_site = sorted(str(p) for p in Path(site).rglob("*.json") if p.stat().st_mtime > time.time() - 900)
+    after = files()
+    in_site = sorted(path for path, mtime in after.items() if before.get(path) != mtime)  # new or rewritten by the run
     code = ""
     if written:
         data = json.loads((out / written[0]).read_text())
         code = data.get("provenance", {}).get("code", "")
     ok = done.returncode == 0 and bool(written) and not in_site and code.startswith("clbook ")
     print(f"experiment from the installed package: exit {done.returncode}, wrote {written} under CLBOOK_RESULTS, "
-          f"{len(in_site)} new files in site-packages, provenance code {code!r}")
+          f"{len(in_site)} files written into site-packages, provenance code {code!r}")
     if done.returncode != 0:
         print(done.stderr[-2000:])
     return dict(ok=ok, written=written, provenance_code=code, files_in_site_packages=in_site)
