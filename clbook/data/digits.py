@@ -37,6 +37,12 @@ def shifted_digits(*, canvas: int = 12, n_train: int = 1200, seed: int = 0, dtyp
     r"""All 1797 digits of ``sklearn.datasets.load_digits`` (scaled to [0, 1]), each pasted at its own fixed
     random offset in a ``canvas × canvas`` zero image, then split ``n_train`` / rest at random.
 
+    The offsets and the split are drawn once, by numpy's PCG64 generator seeded with ``seed`` (the one use of
+    ``numpy.random.default_rng`` in the package, documented interop with scikit-learn's numpy data): they define the
+    data set, like the digits themselves, and the stored results of Chapter 4 were computed on exactly this layout.
+    Every random draw of training (views, batches, initialisation) uses a CPU :class:`torch.Generator`. The tensors
+    are on the CPU, where the experiments of Chapter 4 run.
+
     Parameters
     ----------
     canvas : int
@@ -46,11 +52,6 @@ def shifted_digits(*, canvas: int = 12, n_train: int = 1200, seed: int = 0, dtyp
     seed : int
         Seed of the offsets and of the split.
 
-    The offsets and the split are drawn once, by numpy's PCG64 generator seeded with ``seed`` (the one use of
-    ``numpy.random.default_rng`` in the package, documented interop with scikit-learn's numpy data): they define the
-    data set, like the digits themselves, and the stored results of Chapter 4 were computed on exactly this layout.
-    Every random draw of training (views, batches, initialisation) uses a CPU :class:`torch.Generator`. The tensors
-    are on the CPU, where the experiments of Chapter 4 run.
     """
     from sklearn.datasets import load_digits
 

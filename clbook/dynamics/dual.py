@@ -544,7 +544,7 @@ def lemma1_iterate(v0, a, c_seq) -> torch.Tensor:
 
 def lemma1_limit(a, d: int | None = None) -> torch.Tensor:
     r"""Limit of Lemma 1: :math:`(1, a_2, \dots, a_d)/\sqrt{1 + \sum_i a_i^2}`. A scalar ``a`` needs ``d >= 2``; a
-    vector ``a`` gives :math:`d = ` its length + 1."""
+    vector ``a`` gives :math:`d` = its length + 1."""
     a = as_tensor("a", a)
     if a.ndim == 0:
         if d is None:
