@@ -78,7 +78,8 @@ __all__ = [
     "Model", "MODELS", "TrainResult", "train", "train_job", "nt_xent", "ncl_loss", "simsiam_loss", "batchnorm", "exact_latents",
     "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_TABLE4", "AUTHORS_SECONDS_PER_EPOCH", "EXPERIMENTS", "TABLE2_MODELS", "ABLATIONS",
     "ABLATION_MODELS", "PILOT", "NOISE_DRAWS", "LATENTS", "BIAS_INITS", "jobs", "run", "estimate", "collect", "step_flops", "mixed",
-    "end_values", "paired_gap", "summarise", "trajectory_summary", "bench", "faithfulness", "load", "main", "DATA", "compare", "METRICS",
+    "end_values", "paired_gap", "ablation_effects", "replay",
+    "summarise", "trajectory_summary", "bench", "faithfulness", "load", "main", "DATA", "compare", "METRICS",
 ]
 
 DATA = results.user_dir("landscape")  # default --out of a rerun; the shipped results are read with results.load
@@ -801,6 +802,75 @@ def paired_gap(values: dict, a: str, b: str, *, sparsity: float, metric: str = "
         raise ValueError(f"a and b need the same seeds, at least 2; got {len(va)} and {len(vb)} values.")
     diff = torch.tensor(va, dtype=torch.float64) - torch.tensor(vb, dtype=torch.float64)
     return float(diff.mean()), float(diff.std() / math.sqrt(len(diff)))
+
+
+def ablation_effects(baseline: dict, variants: dict, *, models, sparsity: float = 0.2, metric: str = "minimum") -> list[dict]:
+    """One-at-a-time ablations against a baseline, paired by seed, from :func:`end_values` dicts.
+
+    ``baseline`` holds the baseline runs keyed by model; ``variants`` maps a factor name to its :func:`end_values`
+    dict (keyed by model, or by ``factor/model`` as the ablation result stores them). Returns one dict per factor
+    (baseline first): ``factor``, and per model ``values[model] = (mean, sd)`` and ``change[model] = (mean, se)`` of
+    the seed-by-seed difference from the baseline, and ``gap = (mean, se)`` of ``models[0] − models[1]`` under that
+    factor (Table 2's claim (i) when the models are CL-basic and NCL-basic).
+    """
+    check_choice("metric", metric, METRICS)
+    models = list(models)
+    if len(models) != 2:
+        raise ValueError(f"models must name two models (the gap is the first minus the second); got {models!r}.")
+    if not isinstance(variants, dict):
+        raise ValueError(f"variants must be a dict {{factor: end_values}}; got {type(variants).__name__}.")
+
+    def values(data, factor, name):
+        for key in ((f"{factor}/{name}", sparsity, metric), (name, sparsity, metric)):
+            if isinstance(data, dict) and key in data:
+                return torch.tensor(data[key], dtype=torch.float64)
+        raise ValueError(f"{'baseline' if factor is None else 'variants'} has no runs of {name!r} at sparsity {sparsity}"
+                         + ("" if factor is None else f" for the factor {factor!r}") + ".")
+
+    base = {name: values(baseline, None, name) for name in models}
+    rows = []
+    for factor, data in [("baseline", None), *variants.items()]:
+        row = dict(factor=factor, values={}, change={})
+        current = {}
+        for name in models:
+            v = base[name] if data is None else values(data, factor, name)
+            if len(v) != len(base[name]) or len(v) < 2:
+                raise ValueError(f"{factor}: {name} has {len(v)} seeds, the baseline {len(base[name])}; they must be paired.")
+            d = v - base[name]
+            current[name] = v
+            row["values"][name] = (float(v.mean()), float(v.std()))
+            row["change"][name] = (float(d.mean()), float(d.std() / math.sqrt(len(d))))
+        g = current[models[0]] - current[models[1]]
+        row["gap"] = (float(g.mean()), float(g.std() / math.sqrt(len(g))))
+        rows.append(row)
+    return rows
+
+
+def replay(data: dict, model: str, *, sparsity: float = 0.2, seed: int = 1, epochs: int = 200) -> dict:
+    """Rerun the first ``epochs`` epochs of one stored run live and compare it with its stored trajectory.
+
+    ``data`` is a stored result of the runner (e.g. ``load("table2-independent")``); the run is trained with the
+    stored job's own settings (scheme, noise, seeds' streams, float32), alone, which gives the same numbers as in its
+    stack (a unit test checks this). Returns ``epochs`` (the recorded epochs up to ``epochs``), ``live`` and
+    ``stored`` (``{metric: [value at each epoch]}``) and ``max_abs_diff`` over them.
+    """
+    if not isinstance(data, dict) or not isinstance(data.get("jobs"), dict):
+        raise ValueError("data must be a stored result of the runner (a dict whose 'jobs' maps keys to jobs).")
+    key = f"{model}/{sparsity}"
+    if key not in data["jobs"]:
+        raise ValueError(f"data has no job {key!r}; it has {sorted(data['jobs'])[:6]}.")
+    params = dict(data["jobs"][key]["params"])
+    epochs = check_int("epochs", epochs, 1, params["epochs"])
+    run = next((r for r in data["jobs"][key]["result"]["rows"] if r["seed"] == seed), None)
+    if run is None:
+        raise ValueError(f"seed must be one of the stored seeds {params['seeds']}; got seed = {seed!r}.")
+    params.update(seeds=[seed], epochs=epochs)
+    res = train(dtype=torch.float32, **params)
+    common = [(k, run["epochs"].index(e)) for k, e in enumerate(res.epochs) if e in run["epochs"]]  # recorded in both
+    live = {m: [float(getattr(res, m)[k][0]) for k, _ in common] for m in METRICS}
+    stored = {m: [run[m][i] for _, i in common] for m in METRICS}
+    diff = max(abs(a - b) for m in METRICS for a, b in zip(live[m], stored[m], strict=True))
+    return dict(epochs=[res.epochs[k] for k, _ in common], live=live, stored=stored, max_abs_diff=diff)
 
 
 def summarise(rows: list[dict], *, where: str = "end") -> dict:

@@ -59,7 +59,7 @@ def load(experiment: str, name: str, *, directory: str | os.PathLike | None = No
     experiment : str
         One of :data:`EXPERIMENTS`.
     name : str
-        The result's name, e.g. ``"table2"``; :func:`names` lists them.
+        The result's name, e.g. ``"table2-independent"``; :func:`names` lists them.
     directory : path, optional
         Read a result of your own run (the ``--out`` of a command line) instead of the shipped one.
     """

@@ -159,6 +159,20 @@ DOMAINS: dict = {
         invalid=(Bad({"values": _VALUES, "a": "CL-basic", "b": "X", "sparsity": 0.1}, "values"),
                  Bad({"values": _VALUES, "a": "CL-basic", "b": "NCL-basic", "sparsity": 0.1, "metric": "mean"}, "metric"),
                  Bad({"values": 3, "a": "CL-basic", "b": "NCL-basic", "sparsity": 0.1}, "values"))),
+    "clbook.experiments.landscape.ablation_effects": Spec(
+        valid=fixed(baseline=_VALUES, variants={"x": _VALUES}, models=("CL-basic", "NCL-basic"), sparsity=0.1),
+        expect=lambda out, kw: [r["factor"] for r in out] == ["baseline", "x"] and out[1]["change"]["CL-basic"] == (0.0, 0.0),
+        invalid=(Bad({"baseline": _VALUES, "variants": {"x": _VALUES}, "models": ("CL-basic",)}, "models"),
+                 Bad({"baseline": _VALUES, "variants": {"x": {}}, "models": ("CL-basic", "NCL-basic"), "sparsity": 0.1}, "variants"),
+                 Bad({"baseline": _VALUES, "variants": 3, "models": ("CL-basic", "NCL-basic")}, "variants"),
+                 Bad({"baseline": _VALUES, "variants": {}, "models": ("CL-basic", "NCL-basic"), "metric": "x"}, "metric"))),
+    "clbook.experiments.landscape.replay": Spec(
+        valid=st.fixed_dictionaries({"data": st.just(L.load("table2-independent")), "model": st.sampled_from(["NCL-linear", "NCL-basic"]),
+                                     "seed": st.sampled_from([1, 5]), "epochs": st.just(2)}),
+        expect=lambda out, kw: out["epochs"] == [0] and out["max_abs_diff"] < 1e-3, max_examples=2,
+        invalid=(Bad({"data": {}, "model": "NCL-basic"}, "data"), Bad({"data": L.load("table2-independent"), "model": "X"}, "data"),
+                 Bad({"data": L.load("table2-independent"), "model": "NCL-basic", "epochs": 9000}, "epochs"),
+                 Bad({"data": L.load("table2-independent"), "model": "NCL-basic", "seed": 9, "epochs": 2}, "seed"))),
     "clbook.experiments.landscape.summarise": Spec(
         valid=st.fixed_dictionaries({"rows": st.just(_rows()), "where": st.sampled_from(["start", "end"])}),
         expect=lambda out, kw: set(out) == {0.1, 0.2} and all(len(v) == 3 for v in out.values()),

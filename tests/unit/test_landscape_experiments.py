@@ -275,8 +275,8 @@ def test_mixed_and_collect():
                                     for m in ("CL-basic", "NCL-basic")}}
     mix = L.mixed(fake("ind"), fake("dep"))
     assert mix["CL-basic"][0]["end"][0] == 1.0 and mix["NCL-basic"][0]["end"][0] == 0.0
-    old = L.collect(L.load("table2"))  # the older list-of-jobs format
-    assert set(old) >= {"CL-basic", "NCL-basic"} and len(old["CL-basic"]) == 15
+    old = L.collect(L.load("table4"))  # the older list-of-jobs format
+    assert set(old) == {"warm=0.14", "warm=0.02", "warm=0.002"} and len(old["warm=0.14"]) == 15
     with pytest.raises(ValueError, match="missing"):
         L.mixed(fake("ind"), {"jobs": {}})
 
@@ -440,3 +440,22 @@ def test_ablation_factors_select_jobs_and_reject_unknown_ones(capsys):
     with pytest.raises(SystemExit):
         L.main(["ablation", "--factors", "nope"])
     assert "unknown 'nope'" in capsys.readouterr().err
+
+
+def test_ablation_effects_are_paired_differences():
+    def values(shift):
+        return L.end_values({"A": [dict(model="A", sparsity=0.2, seed=s, end=[1, 1, v + shift]) for s, v in ((1, 0.1), (2, 0.3), (3, 0.2))],
+                             "B": [dict(model="B", sparsity=0.2, seed=s, end=[1, 1, 0.1]) for s in (1, 2, 3)]})
+    rows = L.ablation_effects(values(0.0), {"up": values(0.5)}, models=("A", "B"))
+    assert rows[0]["factor"] == "baseline" and rows[0]["change"]["A"] == (0.0, 0.0)
+    assert abs(rows[1]["change"]["A"][0] - 0.5) < 1e-12 and rows[1]["change"]["A"][1] < 1e-12  # a constant shift has SE 0
+    assert abs(rows[1]["gap"][0] - 0.6) < 1e-12
+
+
+def test_replay_reproduces_the_stored_run_and_fails_on_another():
+    data = L.load("table2-independent")
+    r = L.replay(data, "NCL-basic", sparsity=0.2, seed=1, epochs=100)
+    assert r["epochs"] == [0, 100] and r["max_abs_diff"] < 1e-3  # stored values are rounded to 1e-4
+    other = L.replay(L.load("table2-dependent"), "NCL-basic", sparsity=0.2, seed=1, epochs=100)
+    run = next(x for x in L.collect(data)["NCL-basic"] if x["sparsity"] == 0.2 and x["seed"] == 1)
+    assert max(abs(other["live"][m][1] - run[m][1]) for m in L.METRICS) > 0.02  # the other scheme's run is not this one
