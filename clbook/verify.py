@@ -36,7 +36,7 @@ KINDS = ("live", "stored", "illustration")
 """The kinds of check:
 
 * ``live``: computed in this run, by a path independent of the prediction (it can fail);
-* ``stored``: reads a committed experiment result (``source``, e.g. ``"landscape/table2"`` in
+* ``stored``: reads a committed experiment result (``source``, e.g. ``"landscape/table2-independent"`` in
   :mod:`clbook.results`), which ``python -m clbook.experiments.<experiment>`` recomputes;
 * ``illustration``: an identity or a construction shown for teaching; it is not evidence, and a result whose
   only checks are illustrations is listed as not checked.

@@ -20,7 +20,7 @@ The result file is ``{"experiment", "name", "complete", "settings", "jobs": {key
 Running on a cluster::
 
     # on the cluster: dask scheduler (or a dask-jobqueue SLURMCluster(...).scheduler_address), then workers
-    python -m clbook.experiments.landscape table2 --backend dask --scheduler tcp://head-node:8786 --out results/
+    python -m clbook.experiments.landscape table2-independent --backend dask --scheduler tcp://head-node:8786 --out results/
 
 Each worker needs clbook installed (``pip install clbook``, the same version) and one thread per job
 (:func:`run_jobs` sets ``torch.set_num_threads(threads)`` inside each job). Used by every module of

@@ -34,7 +34,7 @@ _PACKAGE = Path(__file__).resolve().parent
 
 def _check_name(name: str) -> str:
     if not isinstance(name, str) or not name or any(c in name for c in "/\\") or name.startswith("."):
-        raise ValueError(f"name must be a plain file name without a folder, e.g. 'table2'; got name = {name!r}.")
+        raise ValueError(f"name must be a plain file name without a folder, e.g. 'table2-independent'; got name = {name!r}.")
     return name
 
 

@@ -51,7 +51,7 @@ def test_number_policy_in_the_report():
 
 def test_kinds_and_sources():
     verify.check("pokle-thm-1", "live", 1.0, 1.0, atol=1e-9)
-    verify.check("pokle-tab-2", "stored", measured=0.5, lower=0.1, kind="stored", source="landscape/table2")
+    verify.check("pokle-tab-2", "stored", measured=0.5, lower=0.1, kind="stored", source="landscape/table2-independent")
     verify.check("pokle-eq-1", "identity", 0.0, 0.0, atol=1e-12, kind="illustration")
     info = verify.summarise(verify.records())
     assert info["counts"] == {"live": 1, "stored": 1, "illustration": 1}
@@ -59,7 +59,7 @@ def test_kinds_and_sources():
     text = verify.report("Chapter Y")._repr_mimebundle_()[0]["text/plain"]
     assert "1 live, 1 on stored results, 1 illustrations" in text and "Not checked (illustrations only): pokle-eq-1" in text
     for bad in [dict(kind="guess"), dict(kind="stored"), dict(kind="stored", source="landscape/nope"),
-                dict(kind="stored", source="table2"), dict(source="landscape/table2")]:
+                dict(kind="stored", source="table2"), dict(source="landscape/table2-independent")]:
         with pytest.raises(ValueError):
             verify.check("pokle-thm-1", "q", 1.0, 1.0, atol=1e-9, **bad)
 
