@@ -33,7 +33,7 @@ def _text(cell) -> str:
         return ""
     parts = []
     for o in cell.get("outputs", []):
-        if o.output_type == "stream":
+        if o.output_type == "stream" and o.get("name") != "stderr":  # warnings are shown once per session; numbers go to stdout
             parts.append(o.text)
         elif o.output_type in ("display_data", "execute_result"):
             parts += [v if isinstance(v, str) else "".join(v) for m, v in o.get("data", {}).items() if m.startswith("text/")]
@@ -69,6 +69,7 @@ def run_one(source: Path, twice: bool, timeout: int) -> dict:
                 result["second_pass_differs"] = [k for k, (a, b) in enumerate(zip(first, second, strict=True)) if a != b]
                 if result["second_pass_differs"]:
                     result["status"] = "differs on a second run in the same kernel"
+                    result["differences"] = {k: [first[k][-1500:], second[k][-1500:]] for k in result["second_pass_differs"]}
     except CellExecutionError as exc:
         result["status"] = "error"
         lines = [ln for ln in str(exc).splitlines() if ln.strip()]
@@ -95,6 +96,8 @@ def main(argv=None) -> int:
         print(f"{r['chapter']}: {r['status']}{extra}, {r['seconds']} s")
         if r["error"]:
             print("    " + r["error"].replace("\n", "\n    "))
+        for k, (a, b) in r.get("differences", {}).items():
+            print(f"    cell {k}, first pass: {a[-300:]!r}\n    cell {k}, second pass: {b[-300:]!r}")
     return 0 if all(r["status"] == "ok" for r in results) else 1
 
 
