@@ -25,8 +25,10 @@ import torch
 from . import fmt
 
 __all__ = [
-    "CheckRecord", "KINDS", "check", "records", "clear", "report", "collect", "summarise", "LABEL_PATTERN",
+    "CheckRecord", "KINDS", "Alternative", "check", "records", "clear", "report", "collect", "summarise", "LABEL_PATTERN",
+    "VERDICTS", "conclude", "conclusions",
     "AGREEMENT_K", "Agreement", "agreement", "TableComparison", "compare_table", "detectable_difference",
+    "ALPHA", "t_cutoff", "PairedTest", "paired_test",
 ]
 
 LABEL_PATTERN = re.compile(r"^(acl|nonlin|esser|pokle)-(def|asm|lem|thm|cor|prop|rem|conj|ex|eq|fig|tab)-[0-9A-Za-z.]+$")
@@ -35,12 +37,62 @@ METADATA_KEY = "clbook_checks"
 KINDS = ("live", "stored", "illustration")
 """The kinds of check:
 
-* ``live``: computed in this run, by a path independent of the prediction (it can fail);
+* ``live``: computed in this run, by a path independent of the prediction;
 * ``stored``: reads a committed experiment result (``source``, e.g. ``"landscape/table2-independent"`` in
   :mod:`clbook.results`), which ``python -m clbook.experiments.<experiment>`` recomputes;
 * ``illustration``: an identity or a construction shown for teaching; it is not evidence, and a result whose
   only checks are illustrations is listed as not checked.
+
+A ``live`` or ``stored`` check counts as *evidence* only with an :class:`Alternative`: a named plausible wrong
+claim under which the same comparison fails. :func:`check` evaluates the alternative on every run and raises
+when the check would pass under it too, so executing a chapter (nbval, in ``make test``) proves every
+alternative. A ``live``/``stored`` check without one is counted as *unproven*, not as evidence.
 """
+
+
+@dataclass(frozen=True)
+class Alternative:
+    r"""A plausible wrong claim under which a check must fail: the negative control of the check.
+
+    Give exactly one of
+
+    * ``predicted``: what the alternative predicts (the paper's wrong constant, the sign flipped, a factor
+      dropped, no effect, the effect the paper reports, ...), compared with the *same* measurement under the
+      same tolerance rule;
+    * ``measured``: the same measurement made in the alternative's world (the hypothesis broken, the other mask
+      scheme, a non-homogeneous activation, ...), compared with the *same* prediction or bound.
+
+    Either may be a value (number, array, tensor) or a function of no arguments that returns one (evaluated by
+    :func:`check`, so it costs only when the check runs).
+
+    Parameters
+    ----------
+    claim : str
+        The wrong claim in words, e.g. ``"the paper's constant C0^3"`` or ``"no effect (gap 0)"``.
+
+    Examples
+    --------
+    >>> from clbook import verify
+    >>> alt = verify.Alternative("the factor 1/2 dropped", predicted=2.0)
+    >>> verify.check("acl-thm-1", "a slope", 1.0, 1.0 + 1e-9, rtol=1e-6, alternative=alt).alternative
+    'the factor 1/2 dropped'
+    """
+
+    claim: str
+    predicted: object = None
+    measured: object = None
+
+    def __post_init__(self):
+        if not isinstance(self.claim, str) or not self.claim.strip():
+            raise ValueError("Alternative.claim must name the wrong claim in words; got "
+                             f"claim = {self.claim!r}.")
+        if (self.predicted is None) == (self.measured is None):
+            raise ValueError(f"Alternative {self.claim!r}: give exactly one of predicted (the alternative's "
+                             "prediction) or measured (the measurement in the alternative's world).")
+
+    def value(self, which: str):
+        v = getattr(self, which)
+        return v() if callable(v) else v
 
 
 @dataclass(frozen=True)
@@ -57,10 +109,17 @@ class CheckRecord:
     seconds: float
     kind: str = "live"
     source: str = ""
+    alternative: str = ""
+    alternative_result: str = ""
 
     @property
     def paper(self) -> str:
         return PAPERS[self.label.split("-")[0]]
+
+    @property
+    def evidence(self) -> bool:
+        """A ``live`` or ``stored`` check whose alternative was shown to fail."""
+        return self.kind != "illustration" and bool(self.alternative)
 
 
 _records: list[CheckRecord] = []
@@ -108,7 +167,7 @@ def _describe(arr: np.ndarray, floor: float | None = None) -> str:
 
 def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: float = 0.0, atol: float = 0.0,
           bound: float | None = None, lower: float | None = None, kind: str = "live", source: str = "",
-          floor: float | None = None) -> CheckRecord:
+          floor: float | None = None, alternative: Alternative | None = None) -> CheckRecord:
     r"""Compare a prediction with a measurement; raise ``AssertionError`` when they disagree.
 
     Two forms:
@@ -134,6 +193,10 @@ def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: flo
         Numbers below ``floor`` in magnitude display as ``"< floor"`` (:func:`clbook.fmt.error`). Default: the
         ``atol`` of a comparison, and the smaller of the bound and :data:`clbook.fmt.FLOORS` (float64) for an upper
         bound; a chapter states a larger one where the measured error is rounding noise above 1e-10.
+    alternative : Alternative, optional
+        The named wrong claim under which this comparison must fail (see :class:`Alternative`). It is evaluated
+        here: a check that passes under its alternative raises ``AssertionError`` ("does not discriminate"). A
+        ``live`` or ``stored`` check needs one to count as evidence; an ``illustration`` takes none.
 
     Returns
     -------
@@ -157,6 +220,15 @@ def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: flo
         raise ValueError(f"floor must be a finite number > 0; got floor = {floor!r}.")
     if measured is None:
         raise ValueError("measured is required.")
+    if alternative is not None:
+        if not isinstance(alternative, Alternative):
+            raise TypeError(f"alternative must be a clbook.verify.Alternative; got {type(alternative).__name__}.")
+        if kind == "illustration":
+            raise ValueError("an illustration takes no alternative: with a failing alternative it is evidence "
+                             "(kind 'live' or 'stored').")
+        if (bound is not None or lower is not None) and alternative.predicted is not None:
+            raise ValueError(f"alternative {alternative.claim!r}: a bound check compares measurements, so its "
+                             "alternative gives measured=, not predicted=.")
     counted = _is_count(measured)
     m = _to_array("measured", measured)
     if m.size == 0:
@@ -168,8 +240,15 @@ def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: flo
             raise ValueError("give either predicted (with rtol/atol) or bound/lower, not both.")
         hi = math.inf if bound is None else float(bound)
         lo = -math.inf if lower is None else float(lower)
-        ok = bool(np.all((m >= lo) & (m <= hi)))
+        def passes(x):
+            return bool(np.all((x >= lo) & (x <= hi)))
+
+        ok = passes(m)
         error = float(np.max(m)) if bound is not None else float(np.min(m))
+        if alternative is not None:
+            ma = _finite_alternative(label, alternative, "measured")
+            alt_ok = passes(ma)
+            alt_text = f"measured {_describe(ma)}: {'passes' if alt_ok else 'fails'}"
         show_floor = floor if floor is not None else (min(hi, fmt.FLOORS[torch.float64]) if bound is not None and lower is None
                                                       and hi > 0 and not counted else None)
         pred = " and ".join(s for s in (f"≥ {fmt.value(lo)}" if lower is not None else "",
@@ -193,21 +272,47 @@ def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: flo
         diff = np.abs(mb - p)
         allowed = atol + rtol * np.abs(p)
         ok = bool(np.all(diff <= allowed))
+        if alternative is not None:
+            which = "predicted" if alternative.predicted is not None else "measured"
+            xa = _finite_alternative(label, alternative, which)
+            try:
+                pa, ma = np.broadcast_arrays(xa, m) if which == "predicted" else np.broadcast_arrays(p, xa)
+            except ValueError as exc:
+                raise ValueError(f"alternative {alternative.claim!r}: its {which} has shape {xa.shape}, the check's "
+                                 f"{'measurement' if which == 'predicted' else 'prediction'} {m.shape if which == 'predicted' else p.shape}.") from exc
+            dev = np.abs(ma - pa)
+            alt_ok = bool(np.all(dev <= atol + rtol * np.abs(pa)))
+            alt_text = (f"{which} {_describe(xa)}, deviation {fmt.value(float(np.max(dev)))}: "
+                        f"{'passes' if alt_ok else 'fails'}")
         error = float(np.max(diff)) if diff.size else 0.0
         show_floor = floor if floor is not None else (atol if atol > 0 else None)
         pred, meas = _describe(p, None if not np.any(p) else show_floor), _describe(mb, show_floor)
         tol = " + ".join(s for s in (f"atol {fmt.value(atol, 1)}" if atol else "",
                                      f"rtol {fmt.value(rtol, 1)}" if rtol else "") if s)
     now = time.perf_counter()
-    record = CheckRecord(label, quantity, pred, meas, tol, error, ok, now - _last, kind, source)
+    claim, alt_result = (alternative.claim, alt_text) if alternative is not None else ("", "")
+    record = CheckRecord(label, quantity, pred, meas, tol, error, ok, now - _last, kind, source, claim, alt_result)
     _last = now
     if not ok:
         raise AssertionError(
             f"{label} failed: {quantity}: predicted {pred}, measured {meas}, tolerance {tol}; "
             f"largest deviation {fmt.value(error)}."
         )
+    if alternative is not None and alt_ok:
+        raise AssertionError(
+            f"{label} does not discriminate: {quantity} also passes under the alternative "
+            f"'{alternative.claim}' ({alt_text}; tolerance {tol}). Tighten the tolerance, measure more, "
+            "or name an alternative the measurement can tell apart; otherwise the check is an illustration."
+        )
     _records.append(record)
     return record
+
+
+def _finite_alternative(label: str, alternative: Alternative, which: str) -> np.ndarray:
+    x = _to_array(f"alternative.{which}", alternative.value(which))
+    if x.size == 0 or (which == "predicted" and not np.all(np.isfinite(x))):
+        raise ValueError(f"{label}: alternative {alternative.claim!r} gave a {which} that is empty or not finite.")
+    return x  # a measurement that is not finite in the alternative's world fails the comparison
 
 
 def _check_source(source: str) -> None:
@@ -227,38 +332,87 @@ def records() -> list[CheckRecord]:
 
 
 def clear() -> None:
-    """Forget the records (``clbook.setup`` does not; a chapter calls this once at its start)."""
+    """Forget the records and conclusions (``clbook.setup`` does not; a chapter calls this once at its start)."""
     global _last
     _records.clear()
+    _conclusions.clear()
     _last = time.perf_counter()
 
 
+VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "unresolved")
+"""What a chapter concludes about a paper's experiment (a figure, a table, a proposition about runs).
+
+The Coverage page's status of that item is derived from this record, never typed separately (a structure test
+compares them)."""
+_conclusions: dict[str, str] = {}
+
+
+def conclude(label: str, verdict: str) -> str:
+    """Record the chapter's verdict on a paper's experiment ``label`` (one of :data:`VERDICTS`).
+
+    The verdict is stored with the chapter's report (:func:`report`) and read by the Coverage page's structure
+    test, so a summary cannot call "reproduced" what the chapter does not.
+
+    Parameters
+    ----------
+    label : str
+        The item, in the label convention (``"pokle-tab-2"``, ``"nonlin-fig-4"``).
+    verdict : str
+        One of :data:`VERDICTS`.
+    """
+    if not isinstance(label, str) or not LABEL_PATTERN.match(label):
+        raise ValueError(f"label must follow <paper>-<kind>-<number>, e.g. 'pokle-tab-2'; got {label!r}.")
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}; got verdict = {verdict!r}.")
+    _conclusions[label] = verdict
+    return verdict
+
+
+def conclusions() -> dict:
+    """The verdicts recorded by :func:`conclude` since the last :func:`clear`."""
+    return dict(_conclusions)
+
+
 def _table_rows(recs):
-    return [(r.label, r.quantity, r.predicted, r.measured, r.tolerance, r.kind, "✓" if r.passed else "✗") for r in recs]
+    return [(r.label, r.quantity, r.predicted, r.measured, r.tolerance, r.kind,
+             f"{r.alternative} ({r.alternative_result})" if r.alternative else "—", "✓" if r.passed else "✗")
+            for r in recs]
+
+
+def _field(r, name):
+    return r.get(name, "") if isinstance(r, dict) else getattr(r, name)
 
 
 def summarise(recs) -> dict:
     """Counts per kind and the status of each labelled result, from records (objects or the dicts in metadata).
 
-    Returns ``{"counts": {kind: n}, "status": {label: status}}`` with status ``"live"`` (at least one live
-    check), ``"stored only"`` (evidence only from stored results) or ``"not checked"`` (illustrations only).
+    Returns ``{"counts": {kind: n, "evidence": n, "unproven": n}, "status": {label: status}}``. ``evidence``
+    counts the live and stored checks with a failing alternative, ``unproven`` those without one. Status is
+    ``"live"`` (at least one live check with an alternative), ``"stored only"`` (evidence only from stored
+    results), ``"unproven"`` (live or stored checks, none with an alternative) or ``"not checked"``
+    (illustrations only).
     """
-    counts = {k: 0 for k in KINDS}
+    counts = {k: 0 for k in KINDS} | {"evidence": 0, "unproven": 0}
     kinds_by_label: dict[str, set] = {}
     for r in recs:
-        kind = r["kind"] if isinstance(r, dict) else r.kind
-        label = r["label"] if isinstance(r, dict) else r.label
+        kind, label = _field(r, "kind"), _field(r, "label")
         counts[kind] += 1
-        kinds_by_label.setdefault(label, set()).add(kind)
-    status = {label: "live" if "live" in ks else "stored only" if "stored" in ks else "not checked"
-              for label, ks in kinds_by_label.items()}
+        ks = kinds_by_label.setdefault(label, set())
+        if kind != "illustration":
+            proven = bool(_field(r, "alternative"))
+            counts["evidence" if proven else "unproven"] += 1
+            ks.add(kind if proven else "unproven")
+        else:
+            ks.add(kind)
+    status = {label: "live" if "live" in ks else "stored only" if "stored" in ks else "unproven" if "unproven" in ks
+              else "not checked" for label, ks in kinds_by_label.items()}
     return {"counts": counts, "status": status}
 
 
 class Report:
     """The display of one chapter's checks (text and HTML); the metadata carries the records."""
 
-    header = ("result", "quantity", "prediction", "measurement", "tolerance", "kind", "")
+    header = ("result", "quantity", "prediction", "measurement", "tolerance", "kind", "alternative (must fail)", "")
 
     def __init__(self, chapter: str, recs: list[CheckRecord], seconds: float):
         self.chapter, self.recs, self.seconds = chapter, recs, seconds
@@ -267,13 +421,19 @@ class Report:
         info = summarise(self.recs)
         c = info["counts"]
         lines = [f"{len(self.recs)} checks passed in {self.chapter}: {c['live']} live, {c['stored']} on stored results, "
-                 f"{c['illustration']} illustrations (not evidence)."]
+                 f"{c['illustration']} illustrations (not evidence); {c['evidence']} of the "
+                 f"{c['evidence'] + c['unproven']} live and stored checks fail under their named alternative."]
         stored = sorted(k for k, v in info["status"].items() if v == "stored only")
+        unproven = sorted(k for k, v in info["status"].items() if v == "unproven")
         unchecked = sorted(k for k, v in info["status"].items() if v == "not checked")
         if stored:
             lines.append("Resting only on stored results: " + ", ".join(stored) + ".")
+        if unproven:
+            lines.append("No check with a failing alternative (not evidence yet): " + ", ".join(unproven) + ".")
         if unchecked:
             lines.append("Not checked (illustrations only): " + ", ".join(unchecked) + ".")
+        if _conclusions:
+            lines.append("Conclusions: " + "; ".join(f"{k}: {v}" for k, v in _conclusions.items()) + ".")
         return lines
 
     def _repr_mimebundle_(self, include=None, exclude=None):
@@ -287,7 +447,7 @@ class Report:
         intro = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
         table = f'{intro}<table class="clbook-checks"><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>'
         meta = {METADATA_KEY: {"chapter": self.chapter, "seconds": round(self.seconds, 2),
-                               "records": [asdict(r) for r in self.recs]}}
+                               "records": [asdict(r) for r in self.recs], "conclusions": dict(_conclusions)}}
         return {"text/plain": text, "text/html": table}, meta
 
 
@@ -315,7 +475,7 @@ def collect(paths) -> list[dict]:
     for path in paths:
         path = Path(path)
         nb = json.loads(path.read_text(encoding="utf-8"))
-        found = {"chapter": path.stem, "path": str(path), "seconds": None, "records": []}
+        found = {"chapter": path.stem, "path": str(path), "seconds": None, "records": [], "conclusions": {}}
         for cell in nb.get("cells", []):
             for output in cell.get("outputs", []):
                 meta = output.get("metadata", {}).get(METADATA_KEY)
@@ -457,6 +617,88 @@ def compare_table(paper: dict, ours: dict, *, n_paper: int, title: str = "Table"
         ours_sd = float(values.std(ddof=1)) if values.size > 1 else 0.0
         cells.append(agreement(mean, sd, n_paper, float(values.mean()), ours_sd, int(values.size), key=str(key), k=k))
     return TableComparison(str(title), tuple(cells), float(k))
+
+
+ALPHA = 0.05
+"""The book's one significance level: two-sided 5 % per test, before any correction for the number of tests."""
+
+
+def t_cutoff(df: int, *, alpha: float = ALPHA, tests: int = 1) -> float:
+    r"""The two-sided cut-off of Student's t with ``df`` degrees of freedom, Bonferroni-corrected over ``tests``.
+
+    :math:`t_{1 - \alpha / (2\,\mathrm{tests}),\,\mathrm{df}}`: with 5 paired seeds (df = 4) it is 2.78, not
+    the normal 1.96 or the "2 se" of a rule of thumb. A table of ``tests`` comparisons that each use this cut-off
+    has a family-wise false-positive rate of at most ``alpha``.
+
+    Examples
+    --------
+    >>> round(t_cutoff(4), 2), round(t_cutoff(4, tests=3), 2)
+    (2.78, 3.96)
+    """
+    df = _n("df", df)
+    tests = _n("tests", tests)
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise ValueError(f"alpha must lie in (0, 1); got alpha = {alpha!r}.")
+    from scipy.stats import t
+
+    return float(t.ppf(1 - alpha / (2 * tests), df))
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """A paired comparison of two conditions over the same seeds (:func:`paired_test`)."""
+
+    n: int
+    mean: float
+    se: float
+    t: float
+    cutoff: float
+    detectable: float
+    tests: int
+
+    @property
+    def verdict(self) -> str:
+        """``"holds"`` (mean > 0 beyond the cut-off), ``"reversed"`` (< 0 beyond it) or ``"within noise"``."""
+        if self.se == 0:
+            return "holds" if self.mean > 0 else "reversed" if self.mean < 0 else "within noise"
+        return "holds" if self.t > self.cutoff else "reversed" if self.t < -self.cutoff else "within noise"
+
+    def rules_out(self, effect: float) -> bool:
+        """Whether a "within noise" verdict excludes a true gap of ``effect``: ``|effect| >= detectable``."""
+        return abs(float(effect)) >= self.detectable
+
+    def __str__(self) -> str:
+        return (f"gap {fmt.value(self.mean, 2)} ± {fmt.value(self.se, 2)} (se, n = {self.n}), t = {fmt.value(self.t, 2)}"
+                f" against ±{fmt.value(self.cutoff, 3)}: {self.verdict}; smallest gap detected with 80 % power "
+                f"{fmt.value(self.detectable, 2)}")
+
+
+def paired_test(a, b, *, alpha: float = ALPHA, tests: int = 1, power: float = 0.8) -> PairedTest:
+    r"""Paired t-test of ``a - b`` over seeds, two-sided, at ``alpha`` Bonferroni-corrected over ``tests``.
+
+    The verdict is ``"holds"`` when :math:`t = \bar d / \mathrm{se}(d) >` :func:`t_cutoff` ``(n - 1, alpha,
+    tests)``, ``"reversed"`` below minus it, else ``"within noise"``; ``detectable`` is the smallest true gap the
+    test finds with probability ``power`` (:math:`(t_{\rm cut} + t_{\rm power, n-1})\,\mathrm{se}`), the
+    power statement a "no difference" verdict needs.
+    """
+    a = np.asarray(a, dtype=np.float64).reshape(-1)
+    b = np.asarray(b, dtype=np.float64).reshape(-1)
+    if a.shape != b.shape or a.size < 2:
+        raise ValueError(f"a and b must hold the same number (>= 2) of paired values; got {a.size} and {b.size}.")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ValueError("a and b must be finite.")
+    if not (isinstance(power, (int, float)) and 0.5 <= power < 1):
+        raise ValueError(f"power must lie in [0.5, 1); got power = {power!r}.")
+    d = a - b
+    n = d.size
+    se = float(d.std(ddof=1) / math.sqrt(n))
+    mean = float(d.mean())
+    cutoff = t_cutoff(n - 1, alpha=alpha, tests=tests)
+    from scipy.stats import t as student
+
+    detectable = (cutoff + float(student.ppf(power, n - 1))) * se
+    tval = mean / se if se > 0 else math.copysign(math.inf, mean) if mean else 0.0
+    return PairedTest(n, mean, se, tval, cutoff, detectable, int(tests))
 
 
 def detectable_difference(sd_a: float, n_a: int, sd_b: float, n_b: int, *, k: float = AGREEMENT_K, power: float = 0.8) -> float:

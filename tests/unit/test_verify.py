@@ -50,11 +50,12 @@ def test_number_policy_in_the_report():
 
 
 def test_kinds_and_sources():
-    verify.check("pokle-thm-1", "live", 1.0, 1.0, atol=1e-9)
-    verify.check("pokle-tab-2", "stored", measured=0.5, lower=0.1, kind="stored", source="landscape/table2-independent")
+    verify.check("pokle-thm-1", "live", 1.0, 1.0, atol=1e-9, alternative=verify.Alternative("off by one", predicted=2.0))
+    verify.check("pokle-tab-2", "stored", measured=0.5, lower=0.1, kind="stored", source="landscape/table2-independent",
+                 alternative=verify.Alternative("chance level", measured=0.05))
     verify.check("pokle-eq-1", "identity", 0.0, 0.0, atol=1e-12, kind="illustration")
     info = verify.summarise(verify.records())
-    assert info["counts"] == {"live": 1, "stored": 1, "illustration": 1}
+    assert info["counts"] == {"live": 1, "stored": 1, "illustration": 1, "evidence": 2, "unproven": 0}
     assert info["status"] == {"pokle-thm-1": "live", "pokle-tab-2": "stored only", "pokle-eq-1": "not checked"}
     text = verify.report("Chapter Y")._repr_mimebundle_()[0]["text/plain"]
     assert "1 live, 1 on stored results, 1 illustrations" in text and "Not checked (illustrations only): pokle-eq-1" in text
@@ -92,3 +93,68 @@ def test_report_metadata_roundtrip(tmp_path):
     path.write_text(json.dumps(notebook))
     (found,) = verify.collect([path])
     assert found["chapter"] == "Chapter X" and found["records"][0]["label"] == "pokle-cor-1" and found["seconds"] >= 0
+
+
+def test_alternative_must_fail():
+    alt = verify.Alternative("the factor 2 dropped", predicted=2.0)
+    rec = verify.check("acl-thm-1", "slope", 1.0, 1.0 + 1e-9, rtol=1e-6, alternative=alt)
+    assert rec.evidence and rec.alternative == "the factor 2 dropped" and "fails" in rec.alternative_result
+    with pytest.raises(AssertionError, match="does not discriminate"):
+        verify.check("acl-thm-1", "slope", 1.0, 1.0 + 1e-9, rtol=1e-6,
+                     alternative=verify.Alternative("a tiny change", predicted=1.0 + 1e-8))
+    rec = verify.check("acl-thm-1", "error", measured=1e-12, bound=1e-9,
+                       alternative=verify.Alternative("sign flipped", measured=lambda: 0.3))
+    assert rec.evidence
+    with pytest.raises(AssertionError, match="does not discriminate"):
+        verify.check("acl-thm-1", "error", measured=1e-12, bound=1e-9,
+                     alternative=verify.Alternative("no effect", measured=lambda: 1e-11))
+    # a measurement that blows up in the alternative's world fails the comparison
+    assert verify.check("acl-thm-1", "value", 1.0, 1.0, atol=1e-9,
+                        alternative=verify.Alternative("unstable", measured=float("inf"))).evidence
+    info = verify.summarise(verify.records())
+    assert info["counts"]["evidence"] == 3 and info["counts"]["unproven"] == 0
+
+
+def test_alternative_arguments():
+    with pytest.raises(ValueError, match="exactly one"):
+        verify.Alternative("x")
+    with pytest.raises(ValueError, match="exactly one"):
+        verify.Alternative("x", predicted=1.0, measured=1.0)
+    with pytest.raises(ValueError, match="claim"):
+        verify.Alternative("", predicted=1.0)
+    with pytest.raises(TypeError, match="Alternative"):
+        verify.check("acl-thm-1", "q", 1.0, 1.0, atol=1e-9, alternative="sign")
+    with pytest.raises(ValueError, match="illustration takes no alternative"):
+        verify.check("acl-thm-1", "q", 1.0, 1.0, atol=1e-9, kind="illustration",
+                     alternative=verify.Alternative("x", predicted=2.0))
+    with pytest.raises(ValueError, match="measured="):
+        verify.check("acl-thm-1", "q", measured=1.0, bound=2.0, alternative=verify.Alternative("x", predicted=3.0))
+    verify.check("acl-thm-1", "unproven", 1.0, 1.0, atol=1e-9)
+    assert verify.summarise(verify.records())["status"] == {"acl-thm-1": "unproven"}
+
+
+def test_t_cutoffs_and_paired_test():
+    assert verify.t_cutoff(4) == pytest.approx(2.776, abs=1e-3)
+    assert verify.t_cutoff(4, tests=3) == pytest.approx(3.961, abs=1e-3)
+    assert verify.t_cutoff(10_000) == pytest.approx(1.960, abs=1e-3)
+    t = verify.paired_test([1.0, 2.0, 3.0, 4.0, 5.0], [0.5, 1.0, 2.0, 3.0, 3.0])
+    assert t.n == 5 and t.mean == pytest.approx(1.1) and t.verdict == "holds"
+    # t = 2.05 with 5 seeds: "holds" by 2 se, within noise by the t(4) cut-off
+    d = [0.2, 0.1, 0.3, -0.05, 0.2]
+    t = verify.paired_test(d, [0.0] * 5)
+    assert 2.0 < t.t < 2.78 and t.verdict == "within noise" and not t.rules_out(0.05) and t.rules_out(1.0)
+    assert verify.paired_test([0.0] * 5, d).verdict == "within noise"
+    assert verify.paired_test([-1.0, -1.1, -0.9], [0.0, 0.0, 0.0]).verdict == "reversed"
+    with pytest.raises(ValueError, match="same number"):
+        verify.paired_test([1.0], [1.0])
+    with pytest.raises(ValueError, match="df"):
+        verify.t_cutoff(0)
+
+
+def test_conclusions_recorded():
+    verify.conclude("pokle-tab-2", "not reproduced")
+    assert verify.conclusions() == {"pokle-tab-2": "not reproduced"}
+    with pytest.raises(ValueError, match="verdict"):
+        verify.conclude("pokle-tab-2", "kind of")
+    verify.clear()
+    assert verify.conclusions() == {}
