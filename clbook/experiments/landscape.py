@@ -622,7 +622,14 @@ PILOT = {
     "noise=0.05": dict(noise=0.05), "dependent+noise_draw=view": dict(scheme="dependent", noise_draw="view"),
     "noise=0.48": dict(noise=0.48), "dependent+keep=0.25": dict(scheme="dependent", keep=0.25),
 }
-EXPERIMENTS = ("table2-independent", "table2-dependent", "table1", "ablation", "table4", "figures", "pilot")
+# Issue 26 (Chapter 17 complete): the ablation's factors that matter at the other two sparsities, and more seeds under
+# independent masks for the two models whose verdicts moved with the draw of seeds (seeds 6-15: new random streams,
+# so with seeds 1-5 of table2-independent / ablation they make 15 paired seeds).
+ABLATION_SPARSITIES = {"noise=0": ABLATION_MODELS, "noise_draw=view": ABLATION_MODELS, "n=3000": ("CL-basic", "NCL-basic")}
+MORE_SEEDS = (6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+MORE_SEEDS_MODELS = ("CL-basic", "NCL-basic")
+EXPERIMENTS = ("table2-independent", "table2-dependent", "table1", "ablation", "table4", "figures", "pilot",
+               "table2-independent-seeds", "ablation-seeds", "ablation-sparsities")
 # measured ms per epoch per run (bench, n = 1000), for ordering the jobs (largest first) and for estimates
 _MS_PER_EPOCH = {"ntxent": 10.0, "simsiam": 2.7, "ncl": 1.8}
 
@@ -640,7 +647,10 @@ def jobs(experiment: str, *, epochs: int | None = None, seeds=None, sparsities=N
     ``table2-independent`` / ``table2-dependent``: the Table 2 models under the masks of the paper's text (Eq. 3) /
     of the authors' contrastive script (Eq. 2); ``table1``: Simplified-SimCLR and -SimSiam with keep probability
     0.1 (the caption's Bernoulli(0.1)); ``ablation``: the factors and models of :data:`ABLATIONS` at Pr(sparse) 0.2;
-    ``pilot``: :data:`PILOT` at 1000 epochs, 2 seeds; ``table4`` and ``figures``: the warm starts of Chapter 17.
+    ``pilot``: :data:`PILOT` at 1000 epochs, 2 seeds; ``table4`` and ``figures``: the warm starts of Chapter 17;
+    ``ablation-sparsities``: the factors of :data:`ABLATION_SPARSITIES` at Pr(sparse) 0.1 and 0.3;
+    ``table2-independent-seeds`` / ``ablation-seeds``: CL-basic and NCL-basic under independent masks, without /
+    with per-view noise, at :data:`MORE_SEEDS` (seeds 6-15), so that the verdicts rest on 15 paired seeds.
     ``factors`` (ablation and pilot only) keeps the named factors of :data:`ABLATIONS` / :data:`PILOT`.
     Every job uses ``paired=True`` (same data, permutations and masks for every model of one seed and sparsity),
     records the max-cosines every ``epochs // 80`` epochs (every 100 at 8000) and defaults to 8000 epochs, seeds
@@ -649,7 +659,9 @@ def jobs(experiment: str, *, epochs: int | None = None, seeds=None, sparsities=N
     check_choice("experiment", experiment, EXPERIMENTS)
     pilot = experiment == "pilot"
     E = check_int("epochs", epochs, 1) if epochs is not None else (20 if quick else 1000 if pilot else 8000)
-    seeds = [check_int("seed", s, 0) for s in seeds] if seeds is not None else ([1, 2] if quick or pilot else [1, 2, 3, 4, 5])
+    more = experiment in ("table2-independent-seeds", "ablation-seeds")
+    seeds = [check_int("seed", s, 0) for s in seeds] if seeds is not None else (
+        [16, 17] if quick and more else list(MORE_SEEDS) if more else [1, 2] if quick or pilot else [1, 2, 3, 4, 5])
     betas = [check_in_range("sparsity", s, 1e-9, 1.0) for s in sparsities] if sparsities is not None else [0.1, 0.2, 0.3]
     if models is not None:
         for name in models:
@@ -673,6 +685,14 @@ def jobs(experiment: str, *, epochs: int | None = None, seeds=None, sparsities=N
         todo = [(f"{factor}/{name}", name, kw) for factor, (kw, names) in ABLATIONS.items() for name in names
                 if (models is None or name in models) and (factors is None or factor in factors)]
         betas = [0.2] if sparsities is None else betas
+    elif experiment == "ablation-sparsities":  # the same factors at Pr(sparse) 0.1 and 0.3 (0.2 is in "ablation")
+        todo = [(f"{factor}/{name}", name, ABLATIONS[factor][0]) for factor, names in ABLATION_SPARSITIES.items()
+                for name in names if models is None or name in models]
+        betas = [0.1, 0.3] if sparsities is None else betas
+    elif experiment in ("table2-independent-seeds", "ablation-seeds"):
+        kw = dict(scheme="independent") if experiment == "table2-independent-seeds" else dict(noise_draw="view")
+        prefix = "" if experiment == "table2-independent-seeds" else "noise_draw=view/"
+        todo = [(f"{prefix}{name}", name, kw) for name in (models or MORE_SEEDS_MODELS)]
     elif pilot:
         todo = [(f"{factor}/{name}", name, kw) for factor, kw in PILOT.items() for name in (models or ("CL-basic", "NCL-basic"))
                 if factors is None or factor in factors]
