@@ -468,8 +468,9 @@ def report(chapter: str) -> Report:
 def collect(paths) -> list[dict]:
     """Read the check records stored in the outputs of executed chapter notebooks.
 
-    Returns one dict per chapter: ``{"chapter", "path", "seconds", "records"}``; a notebook
-    without a report contributes ``records = []``. Records stored before check kinds existed read as ``live``.
+    Returns one dict per chapter: ``{"chapter", "path", "seconds", "records", "conclusions"}``; a notebook
+    without a report contributes ``records = []``. Records stored before check kinds existed read as ``live``, and
+    before alternatives existed as without one (unproven).
     """
     out = []
     for path in paths:
@@ -481,7 +482,9 @@ def collect(paths) -> list[dict]:
                 meta = output.get("metadata", {}).get(METADATA_KEY)
                 if meta:
                     found.update(chapter=meta["chapter"], seconds=meta["seconds"],
-                                 records=[{"kind": "live", "source": ""} | r for r in meta["records"]])
+                                 records=[{"kind": "live", "source": "", "alternative": "", "alternative_result": ""} | r
+                                          for r in meta["records"]],
+                                 conclusions=dict(meta.get("conclusions", {})))
         out.append(found)
     return out
 

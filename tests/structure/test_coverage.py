@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-STATUSES = ("stated and checked", "reproduced", "analogue", "out of scope")
+STATUSES = ("stated and checked", "stated, illustrated only", "reproduced", "partly reproduced", "not reproduced", "unresolved",
+            "analogue", "out of scope")
 PAGES = sorted((ROOT / "book" / "coverage").glob("*.md"))
 
 
