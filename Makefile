@@ -1,6 +1,9 @@
 # Two commands do all set-up on a fresh machine: `make book` and `make test`.
 SHELL := /bin/bash
-PYTHON ?= python3
+PYTHON ?= $(shell command -v python3.11 2> /dev/null || echo python3)
+# The CPU build of torch by default (PyPI's default build bundles CUDA: several GB). For a GPU:
+# make TORCH_INDEX=https://download.pytorch.org/whl/cu128 (README, "Prerequisites").
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.clbook-installed
@@ -24,13 +27,16 @@ help:
 	@echo "make browser  build the book and open every page in headless Chromium (screenshots in _build/screenshots)"
 
 $(STAMP): requirements.txt binder/reader.txt pyproject.toml
+	@bash tools/preflight.sh $(PYTHON)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q --retries 1 --timeout 30 --extra-index-url $(TORCH_INDEX) "torch==$$(sed -n 's/^torch==//p' binder/reader.txt)"
 	$(BIN)/python -m pip install -q -r requirements.txt -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (clbook)" > /dev/null
 	touch $(STAMP)
 
 book: $(STAMP)
+	@bash tools/preflight.sh $(BIN)/python npm
 	bash tools/vendor.sh
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute
 	$(BIN)/jupyter-book build . -W -n --keep-going
@@ -93,6 +99,7 @@ assignments-test: $(STAMP)
 
 # Debian's Chromium, driven by the playwright package (no browser download).
 chromium:
+	@command -v chromium > /dev/null || [ "$$(id -u)" = 0 ] || { echo "make: the browser test needs Chromium: install Debian's chromium package (as root: apt-get install chromium), or run make as root." >&2; exit 2; }
 	@command -v chromium > /dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null; }
 
 browser: $(STAMP) chromium book

@@ -23,30 +23,35 @@ Figures and panels
     :mod:`clbook.widgets`.
 
 Submodules of ``data``, ``dynamics``, ``metrics``, ``experiments``, ``losses`` and ``viz`` are imported explicitly
-(``from clbook.dynamics import onelayer``); nothing heavy is imported with ``import clbook``.
+(``from clbook.dynamics import onelayer``). ``import clbook`` loads only :mod:`clbook.config`, :mod:`clbook.fmt`
+and :mod:`clbook.verify` (with torch and numpy); every other module is imported on first use (``clbook.viz``,
+``from clbook import losses``), and pyplot, ipywidgets, IPython and scipy only when a function needs them
+(``tests/unit/test_import.py`` guards the list).
 """
-from . import (
-    alpha,
-    config,
-    covariance,
-    data,
-    dynamics,
-    experiments,
-    fmt,
-    kernels,
-    linalg,
-    losses,
-    metrics,
-    nets,
-    results,
-    verify,
-    viz,
-    widgets,
-)
+import importlib
+
+from . import config, fmt, verify
 from .config import current, defaults, generator, rand, randint, randn, setup, to_device
 from .verify import check
 
 __version__ = "0.2.0"
+
+_LAZY = ("alpha", "covariance", "data", "dynamics", "experiments", "kernels", "linalg", "losses", "metrics", "nets",
+         "results", "viz", "widgets")
+
+
+def __getattr__(name: str):
+    """Import a submodule on first access (PEP 562), so that ``import clbook`` stays light."""
+    if name in _LAZY:
+        module = importlib.import_module(f"{__name__}.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     # modules

@@ -46,7 +46,6 @@ from typing import Callable
 
 import numpy as np
 import torch
-from scipy.optimize import minimize
 
 from ._validate import check_choice, check_int, check_pair, check_positive, check_tensor
 from .losses import ContrastiveLoss, pair_distances
@@ -380,6 +379,8 @@ def solve_row_numerically(costs, *, regulariser: str = "entropy", temperature: f
     r, dr, d2r = _regulariser(regulariser, tau, gamma)
     c = c - c.min()  # a constant shift of the costs changes the objective by a constant on the scaled simplex
     if regulariser == "square":
+        from scipy.optimize import minimize
+
         result = minimize(lambda a: c @ a + 0.5 * tau * a @ a, np.full(c.size, s / c.size), jac=lambda a: c + tau * a,
                           method="SLSQP", bounds=[(0, None)] * c.size,
                           constraints=[{"type": "eq", "fun": lambda a: a.sum() - s, "jac": lambda a: np.ones_like(a)}],

@@ -278,8 +278,9 @@ def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: flo
             try:
                 pa, ma = np.broadcast_arrays(xa, m) if which == "predicted" else np.broadcast_arrays(p, xa)
             except ValueError as exc:
+                other, shape = ("measurement", m.shape) if which == "predicted" else ("prediction", p.shape)
                 raise ValueError(f"alternative {alternative.claim!r}: its {which} has shape {xa.shape}, the check's "
-                                 f"{'measurement' if which == 'predicted' else 'prediction'} {m.shape if which == 'predicted' else p.shape}.") from exc
+                                 f"{other} {shape}.") from exc
             dev = np.abs(ma - pa)
             alt_ok = bool(np.all(dev <= atol + rtol * np.abs(pa)))
             alt_text = (f"{which} {_describe(xa)}, deviation {fmt.value(float(np.max(dev)))}: "

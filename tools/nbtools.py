@@ -91,12 +91,14 @@ def bootstrap_source(url: str | None = None, version: str | None = None) -> str:
         "    assert clbook.__version__ == CLBOOK\n"
         "except (ImportError, AssertionError):\n"
         f'    wheel = os.environ.get("CLBOOK_WHEEL_URL", "{url}")\n'
+        '    print(f"Installing clbook {CLBOOK} from {wheel} (about half a minute) ...", file=sys.stderr, flush=True)\n'
         '    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", wheel], capture_output=True, text=True)\n'
         "    if pip.returncode != 0:\n"
         '        why = (pip.stderr.strip().splitlines() or ["pip failed"])[-1]\n'
         '        raise RuntimeError(f"could not install clbook {CLBOOK} from {wheel}: {why}") from None\n'
         '    if "clbook" in sys.modules:\n'
         '        raise RuntimeError(f"clbook was updated to {CLBOOK}: restart the kernel and run this chapter again.") from None\n'
+        '    print(f"clbook {CLBOOK} installed.", file=sys.stderr, flush=True)\n'
         "    import clbook"
     )
 

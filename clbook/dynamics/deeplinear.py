@@ -35,7 +35,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.integrate import solve_ivp
 
 from .. import alpha as _alpha
 from .. import covariance as _covariance
@@ -431,6 +430,8 @@ def solve_unconstrained(X, weights, *, t_max: float, max_norm: float = 1e3, rtol
     too_big.terminal = True
     y0 = torch.cat([W.detach().cpu().reshape(-1) for W in weights]).numpy()
     with single_thread():
+        from scipy.integrate import solve_ivp
+
         sol = solve_ivp(rhs, (0.0, t_max), y0, rtol=rtol, atol=atol, events=too_big, dense_output=False)
     layers = [unpack(sol.y[:, k]) for k in range(sol.y.shape[1])]
     norms = np.array([[float(W.norm()) for W in ws] for ws in layers])

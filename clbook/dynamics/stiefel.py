@@ -28,7 +28,6 @@ import math
 from dataclasses import dataclass
 
 import torch
-from scipy.integrate import solve_ivp
 
 from .._validate import check_choice, check_int, check_positive, check_real
 from ..linalg import RETRACTIONS, haar_orthonormal, retract, single_thread, stiefel_error
@@ -275,6 +274,8 @@ def _integrate(rhs, t: torch.Tensor, y0: torch.Tensor, rtol: float, atol: float)
     """``solve_ivp`` (DOP853) of ``dy/dt = rhs(y)`` with ``rhs`` on float64 CPU tensors; the solution ``[T, *y0.shape]``."""
     shape = tuple(y0.shape)
     t_cpu = _cpu(t).numpy()
+    from scipy.integrate import solve_ivp
+
     sol = solve_ivp(lambda _, y: rhs(torch.from_numpy(y).view(shape)).reshape(-1).numpy(), (0.0, float(t_cpu[-1])),
                     _cpu(y0).reshape(-1).numpy(), method="DOP853", t_eval=t_cpu, rtol=rtol, atol=atol)
     if not sol.success:

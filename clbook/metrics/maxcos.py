@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy import integrate, special
 
 from .._validate import check_int, check_same, check_tensor
 from ..config import generator as make_generator
@@ -143,10 +142,14 @@ def atom_cdf(t, *, p: int, m: int):
     """
     p, m = check_int("p", p, 2), check_int("m", m, 1)
     t = np.clip(np.asarray(t, dtype=np.float64), 0.0, 1.0)
+    from scipy import special
+
     return special.betainc(0.5, (p - 1) / 2, t**2) ** m
 
 
 def expected_atom_max_cosine(*, p: int, m: int) -> float:
     r""":math:`\mathbb E\,\mathrm{mc}_j = \int_0^1 \big(1 - I_{t^2}(\tfrac12,\tfrac{p-1}2)^m\big)\,dt` (quadrature, ~1e-12)."""
+    from scipy import integrate
+
     value, _ = integrate.quad(lambda t: 1.0 - atom_cdf(t, p=p, m=m), 0.0, 1.0, epsabs=1e-13, epsrel=1e-12, limit=200)
     return float(value)
