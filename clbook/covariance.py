@@ -40,6 +40,8 @@ Used in Chapters 1–3 (Tian 2022) and, through the 2023 convention, 5–9.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ._validate import check_choice, check_tensor
@@ -136,9 +138,36 @@ def contrastive_covariance(alpha, a1, a2, b1=None, b2=None, *, convention: str =
     if b1.dtype != a1.dtype or b1.device != a1.device:
         raise ValueError(f"a1 and b1 must share dtype and device; got {a1.dtype}/{a1.device} and {b1.dtype}/{b1.device}.")
     alpha = _check_alpha(alpha, a1)
-    laplacian, rows = _laplacian_and_rows(alpha, diagonal=convention == "tian2023")
-    cov = a1.T @ laplacian @ b1 - (a1 - a2).T @ (rows.unsqueeze(1) * (b1 - b2))
-    return cov / (2 * n * n) if convention == "tian2023" else cov
+    diagonal = convention == "tian2023"
+
+    def cov_of(al, x1, x2, y1, y2):
+        laplacian, rows = _laplacian_and_rows(al, diagonal=diagonal)
+        cov = x1.T @ laplacian @ y1 - (x1 - x2).T @ (rows.unsqueeze(1) * (y1 - y2))
+        return cov / (2 * n * n) if diagonal else cov
+
+    cov = cov_of(alpha, a1, a2, b1, b2)
+    if bool(torch.isfinite(cov.detach()).all()):
+        return cov
+    # an intermediate overflowed (e.g. |a| ~ 1e154 in float64): C is linear in alpha, a and b, so compute it from
+    # inputs scaled by powers of two (exact) and scale back; only a C that is itself not representable is an error
+    (sal, al), (sa, x1, x2), (sb, y1, y2) = _pow2(alpha), _pow2(a1, a2), _pow2(b1, b2)
+    cov = _scale_back(cov_of(al, x1, x2, y1, y2), sal + sa + sb)
+    if not bool(torch.isfinite(cov.detach()).all()):
+        raise ValueError(f"a1, a2, b1, b2, alpha: the contrastive covariance overflows {str(cov.dtype).replace('torch.', '')} "
+                         "(the inputs are finite, C_alpha[a, b] is not representable); rescale a, b or alpha.")
+    return cov
+
+
+def _pow2(*tensors: torch.Tensor):
+    """``(e, *scaled)``: the tensors divided by ``2**e``, the power of two near their largest |entry| (exact)."""
+    m = max(float(t.detach().abs().max()) for t in tensors)
+    e = math.frexp(m)[1] if m > 0 else 0
+    return (e, *(torch.ldexp(torch.ldexp(t, torch.tensor(-(e // 2))), torch.tensor(-(e - e // 2))) for t in tensors))
+
+
+def _scale_back(value: torch.Tensor, e: int) -> torch.Tensor:
+    """``value * 2**e`` in two exact steps (inf where it overflows)."""
+    return torch.ldexp(torch.ldexp(value, torch.tensor(e // 2)), torch.tensor(e - e // 2))
 
 
 def energy(alpha, z1, z2) -> torch.Tensor:
@@ -162,7 +191,15 @@ def energy(alpha, z1, z2) -> torch.Tensor:
     """
     z1, z2 = _views(("z1", "z2"), z1, z2)
     alpha = _check_alpha(alpha, z1)
-    return _energy(*_laplacian_and_rows(alpha, diagonal=False), z1, z2)
+    value = _energy(*_laplacian_and_rows(alpha, diagonal=False), z1, z2)
+    if bool(torch.isfinite(value.detach())):
+        return value
+    (sal, al), (sz, x1, x2) = _pow2(alpha), _pow2(z1, z2)  # exact rescaling, as in contrastive_covariance
+    value = _scale_back(_energy(*_laplacian_and_rows(al, diagonal=False), x1, x2), sal + 2 * sz)
+    if not bool(torch.isfinite(value.detach())):
+        raise ValueError(f"z1, z2, alpha: the energy overflows {str(value.dtype).replace('torch.', '')} (the inputs are "
+                         "finite, E_alpha is not representable); rescale z or alpha.")
+    return value
 
 
 def _energy(laplacian: torch.Tensor, rows: torch.Tensor, z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:

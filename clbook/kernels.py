@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import torch
 
@@ -85,7 +86,46 @@ def multi_indices(dim: int, terms: int) -> torch.Tensor:
     return torch.tensor(list(itertools.product(range(terms), repeat=dim)), dtype=torch.float64).reshape(-1, dim)
 
 
-def gaussian_log_features(g, *, temperature: float, terms: int, shift=None) -> torch.Tensor:
+TRUNCATION_TOLERANCE = math.log(1e3)
+r"""Default ``tolerance`` of :func:`gaussian_log_features`: warn when the truncated kernel of two of the given points may
+be smaller than the kernel by more than a factor 1000 (a log-kernel error above :math:`\log 1000\approx 6.9`). It is
+that lax so that a deliberate truncation study (Chapter 5 shows :math:`L = 2`, a log error of 5.8) stays quiet; pass
+a smaller ``tolerance`` (e.g. ``1e-6``) where the features must reproduce the kernel."""
+
+
+def _log_poisson_cdf(k: int, lam: float) -> float:
+    r""":math:`\log P[\mathrm{Poisson}(\lambda)\le k]` (a lower bound, the log of the last term, where the CDF underflows)."""
+    from scipy.special import pdtr
+
+    cdf = float(pdtr(k, lam))
+    if cdf > 1e-300:
+        return math.log(cdf)
+    return k * math.log(lam) - lam - math.lgamma(k + 1) if lam > 0 else 0.0
+
+
+def _truncation_bound(y: torch.Tensor, tau: float, terms: int) -> float:
+    r"""Upper bound on :math:`|\log\mathcal K_L - \log\mathcal K|` over pairs of rows of ``y >= 0``.
+
+    Per coordinate the truncated series keeps :math:`P[\mathrm{Poisson}(y_ky'_k/\tau)\le L-1]` of
+    :math:`e^{y_ky'_k/\tau}`, which decreases in :math:`y_ky'_k`, so the worst pair has :math:`\lambda_k = \max y_k^2/\tau`.
+    """
+    lam = (y.detach().amax(dim=0).double().pow(2) / tau).tolist()
+    return -sum(_log_poisson_cdf(terms - 1, v) for v in lam)
+
+
+def _terms_needed(y: torch.Tensor, tau: float, terms: int, tolerance: float) -> int:
+    """The smallest L > terms whose bound meets ``tolerance`` (doubling, then bisection)."""
+    lo, hi = terms, max(2 * terms, 2)
+    while _truncation_bound(y, tau, hi) > tolerance:
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if _truncation_bound(y, tau, mid) > tolerance else (lo, mid)
+    return hi
+
+
+def gaussian_log_features(g, *, temperature: float, terms: int, shift=None,
+                          tolerance: float | None = TRUNCATION_TOLERANCE) -> torch.Tensor:
     r"""Logarithms of the non-negative features of the Gaussian kernel (Lemma 1, Eq. 22), shape ``[n, L**p]``.
 
     With :math:`y = g(x) - v \ge 0` (componentwise; :math:`v` is ``shift``, by default the smallest
@@ -111,7 +151,15 @@ def gaussian_log_features(g, *, temperature: float, terms: int, shift=None) -> t
         :math:`L`, the number of terms per coordinate (truncation).
     shift : torch.Tensor, shape=[p], optional
         :math:`v`; must satisfy :math:`g - v \ge 0`. Use one shift for all points that share a kernel.
+    tolerance : float or None
+        Warn (``RuntimeWarning``, with the bound) when the truncation error of the log-kernel between two of the
+        given points, bounded by :math:`-\sum_k\log P[\mathrm{Poisson}(\max_i y_{ik}^2/\tau)\le L-1]` (exact in one
+        dimension), exceeds ``tolerance``; default :data:`TRUNCATION_TOLERANCE` (a factor 1000); ``None``: no check.
     """
+    return _gaussian_log_features(g, temperature, terms, shift, tolerance, stacklevel=3)
+
+
+def _gaussian_log_features(g, temperature, terms, shift, tolerance, *, stacklevel: int) -> torch.Tensor:
     g = _as_matrix("g", g)
     tau = check_positive("temperature", temperature)
     v = g.min(dim=0).values if shift is None else as_tensor("shift", shift, ndim=1, dtype=g.dtype, device=g.device)
@@ -121,14 +169,24 @@ def gaussian_log_features(g, *, temperature: float, terms: int, shift=None) -> t
     if bool((y < 0).any()):
         raise ValueError("shift must lie below every g componentwise (g - shift >= 0): Lemma 1 needs g bounded below.")
     idx = multi_indices(g.shape[1], terms).to(g)
+    if tolerance is not None:
+        tolerance = check_nonnegative("tolerance", tolerance)
+        bound = _truncation_bound(y, tau, terms)
+        if bound > tolerance:
+            need = _terms_needed(y, tau, terms, max(tolerance, 1e-12))
+            warnings.warn(f"gaussian_log_features: terms = {terms} truncates the kernel: the log-kernel error may reach "
+                          f"{bound:.3g} > tolerance = {tolerance:.3g} (max y^2/temperature = "
+                          f"{float(y.amax(dim=0).pow(2).max()) / tau:.3g}); terms >= {need} meets the tolerance.",
+                          RuntimeWarning, stacklevel=stacklevel)
     poly = (torch.xlogy(idx.unsqueeze(0), y.unsqueeze(1))
             - idx * (0.5 * math.log(tau)) - 0.5 * torch.lgamma(idx + 1)).sum(dim=2)
     return poly - (y.pow(2).sum(dim=1, keepdim=True) / (2 * tau))
 
 
-def gaussian_features(g, *, temperature: float, terms: int, shift=None) -> torch.Tensor:
+def gaussian_features(g, *, temperature: float, terms: int, shift=None,
+                      tolerance: float | None = TRUNCATION_TOLERANCE) -> torch.Tensor:
     r"""The features :math:`\phi_l(x)\ge 0` of :func:`gaussian_log_features`, exponentiated, shape ``[n, L**p]``."""
-    return gaussian_log_features(g, temperature=temperature, terms=terms, shift=shift).exp()
+    return _gaussian_log_features(g, temperature, terms, shift, tolerance, stacklevel=3).exp()
 
 
 def uniform_features(n: int, *, dtype=None, device=None) -> torch.Tensor:

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from .._validate import check_nonnegative, check_pair, check_positive
+from ._safe import check_finite_result
 
 __all__ = [
     "pair_distances",
@@ -62,10 +63,19 @@ def pair_distances(z1: torch.Tensor, z2: torch.Tensor) -> tuple[torch.Tensor, to
         :math:`d_i^2 = \tfrac12\|z_1[i]-z_2[i]\|^2`.
     d_neg : torch.Tensor, shape=[n, n]
         :math:`d_{ij}^2 = \tfrac12\|z_1[i]-z_1[j]\|^2` (zero diagonal).
+
+    Raises
+    ------
+    ValueError
+        When a half squared distance overflows the dtype (entries of about :math:`10^{154}` in float64,
+        :math:`1.8\times10^{19}` in float32): the loss of such views is not representable, so it is an error naming
+        ``z1, z2``, never a NaN further on.
     """
     z1, z2 = check_pair(z1, z2)
     d_pos = 0.5 * (z1 - z2).pow(2).sum(dim=1)
     d_neg = 0.5 * (z1.unsqueeze(1) - z1.unsqueeze(0)).pow(2).sum(dim=2)
+    check_finite_result(d_pos, "the half squared distance d_i^2", "z1, z2", "rescale the views")
+    check_finite_result(d_neg, "the half squared distance d_ij^2", "z1, z2", "rescale the views")
     return d_pos, d_neg
 
 
@@ -100,12 +110,22 @@ class ContrastiveLoss:
         raise NotImplementedError
 
     def __call__(self, z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
-        r""":math:`\mathcal L_{\phi,\psi} = \sum_i \phi(\xi_i)` (Eq. 1), a scalar."""
-        return self.row_losses(margins(z1, z2)).sum()
+        r""":math:`\mathcal L_{\phi,\psi} = \sum_i \phi(\xi_i)` (Eq. 1), a scalar.
+
+        A loss that overflows the dtype (finite views, a value that is not representable) raises a ValueError that
+        names the inputs and the parameters, never returns NaN or inf.
+        """
+        return check_finite_result(self.row_losses(margins(z1, z2)).sum(), f"the {self.name} loss",
+                                   f"z1, z2 ({self._parameters()})", "rescale the views or change the parameters")
 
     def importance(self, z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
         r"""Pairwise importance :math:`\alpha_{ij}(\theta)` (Eq. 4), shape ``[n, n]``, zero diagonal."""
-        return self.importance_from_margins(margins(z1, z2))
+        return check_finite_result(self.importance_from_margins(margins(z1, z2)), f"the {self.name} importance",
+                                   f"z1, z2 ({self._parameters()})", "rescale the views or change the parameters")
+
+    def _parameters(self) -> str:
+        params = getattr(self, "params", None) or {}
+        return ", ".join(f"{k} = {v:g}" for k, v in params.items()) or "no parameters"
 
     def __repr__(self) -> str:
         return f"{self.name}: phi(x) = {self.phi_text}, psi(x) = {self.psi_text}"
@@ -136,8 +156,12 @@ class ExponentialLoss(ContrastiveLoss):
 
     def log_xi(self, u: torch.Tensor) -> torch.Tensor:
         mask = _offdiag(u.shape[0], u)
-        logits = (u / self.psi_temperature + self.psi_shift).masked_fill(~mask, -math.inf)
-        return torch.logsumexp(logits, dim=1)
+        logits = u / self.psi_temperature + self.psi_shift
+        if not bool(torch.isfinite(logits.detach()).all()):
+            raise ValueError(f"temperature: the logits u/temperature of {self.name} overflow {str(u.dtype).replace('torch.', '')} "
+                             f"(max |u| = {float(u.detach().abs().max()):.3g}, temperature = {self.psi_temperature:g}); "
+                             "rescale z1, z2 or raise the temperature.")
+        return torch.logsumexp(logits.masked_fill(~mask, -math.inf), dim=1)
 
     def row_losses(self, u):
         return self.phi_of_log(self.log_xi(u))

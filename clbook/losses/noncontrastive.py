@@ -6,7 +6,8 @@ r"""Non-contrastive losses of the experiments of Pokle, Tian, Li and Risteski (2
   .. math:: \ell = \frac1B\sum_{k=1}^B\big\|\hat q_k - \mathrm{SG}(\hat t_k)\big\|^2
             = 2 - \frac2B\sum_{k=1}^B\langle\hat q_k, \mathrm{SG}(\hat t_k)\rangle
 
-  (the second form for non-zero rows; it is the one the authors' code computes);
+  (the second form for non-zero rows; it is the one the authors' code computes). Rows are normalised exactly at
+  any finite scale (:func:`clbook.losses._safe.unit_rows`); an all-zero row counts as the zero vector;
 * :func:`simsiam_loss`, simplified SimSiam (Chen and He 2021, Eq. 2 with its stop-gradient; the authors'
   ``main_simsiam.py``): :math:`\tfrac12[-\cos(p_1,\mathrm{SG}z_2) - \cos(p_2,\mathrm{SG}z_1)]`, batch-averaged.
 
@@ -18,12 +19,14 @@ from __future__ import annotations
 import torch
 
 from .._validate import check_tensor
+from ._safe import unit_rows
 
 __all__ = ["ncl_loss", "simsiam_loss"]
 
 
 def _unit(h: torch.Tensor) -> torch.Tensor:
-    return h / h.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    """Unit rows at any finite scale (a zero row stays zero): :func:`clbook.losses._safe.unit_rows`."""
+    return unit_rows(h)
 
 
 def _check_like(names, tensors):

@@ -37,6 +37,7 @@ import math
 import torch
 
 from .._validate import check_positive, check_tensor
+from ._safe import unit_rows
 
 __all__ = ["nt_xent", "nt_xent_reference", "ntxent_flops"]
 
@@ -44,7 +45,8 @@ _LOG2E = 1.0 / math.log(2.0)
 
 
 def _unit(h: torch.Tensor) -> torch.Tensor:
-    return h / h.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    """Unit rows at any finite scale (a zero row stays zero): :func:`clbook.losses._safe.unit_rows`."""
+    return unit_rows(h)
 
 
 def _no_shift(n: int, T: float, dtype: torch.dtype) -> bool:
@@ -145,7 +147,11 @@ def _check(h1, h2, temperature):
         raise ValueError(f"the batch must hold B >= 2 samples (with B = 1 there is no negative); got B = {h1.shape[-2]}.")
     if h1.shape[-1] < 1:
         raise ValueError(f"the representations must have m >= 1 features; got m = {h1.shape[-1]}.")
-    return h1, h2, check_positive("temperature", temperature)
+    T = check_positive("temperature", temperature)
+    if not 4.0 / T < torch.finfo(h1.dtype).max:
+        raise ValueError(f"temperature = {T:g} is too small for {str(h1.dtype).replace('torch.', '')}: the logits "
+                         f"cosine/temperature overflow; use temperature >= {4.0 / torch.finfo(h1.dtype).max:.3g}.")
+    return h1, h2, T
 
 
 def nt_xent(h1: torch.Tensor, h2: torch.Tensor, *, temperature: float = 0.05) -> torch.Tensor:
@@ -159,8 +165,10 @@ def nt_xent(h1: torch.Tensor, h2: torch.Tensor, *, temperature: float = 0.05) ->
     Parameters
     ----------
     h1, h2 : torch.Tensor, shape=[..., B, m]
-        Representations of the first and second views (not necessarily normalised); row ``k`` of both comes
-        from sample ``k``. Leading axes (e.g. a stack of independent runs) are kept: each run is its own batch.
+        Representations of the first and second views (not necessarily normalised: the loss is the same at any
+        finite scale of each row, :math:`10^{-300}` to :math:`10^{300}` in float64; an all-zero row counts as the
+        zero vector, cosine 0 with every row); row ``k`` of both comes from sample ``k``.
+        Leading axes (e.g. a stack of independent runs) are kept: each run is its own batch.
     temperature : float
         :math:`T > 0`.
 
@@ -173,7 +181,8 @@ def nt_xent(h1: torch.Tensor, h2: torch.Tensor, *, temperature: float = 0.05) ->
     Raises
     ------
     ValueError
-        Shapes that differ or have fewer than two axes, ``B < 2``, NaN or infinite entries, ``temperature <= 0``.
+        Shapes that differ or have fewer than two axes, ``B < 2``, NaN or infinite entries, ``temperature <= 0``, or a
+        temperature so small that :math:`1/T` overflows the dtype.
     TypeError
         Inputs that are not floating-point tensors, a temperature that is not a real number.
     """

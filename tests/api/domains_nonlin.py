@@ -71,15 +71,18 @@ DOMAINS = {
                                                   Bad({"dim": 6, "terms": 20}, "terms"))),
     "clbook.kernels.gaussian_log_features": Spec(
         valid=st.fixed_dictionaries({"g": tensors(5, 2), "temperature": st.floats(0.3, 3.0), "terms": st.integers(1, 6),
-                                     "shift": st.just([-10.0, -10.0])}), expect=shape(5, None),
+                                     "shift": st.just([-10.0, -10.0]), "tolerance": st.just(None)}), expect=shape(5, None),
         invalid=(Bad({"g": torch.ones(3, 1), "temperature": 1.0, "terms": 3, "shift": [2.0]}, "shift"),
                  Bad({"g": torch.ones(3, 2), "temperature": 1.0, "terms": 3, "shift": [0.0]}, "shift"),
                  Bad({"g": torch.ones(3, 1), "temperature": -1.0, "terms": 3}, "temperature"),
-                 Bad({"g": torch.ones(3, 1), "temperature": 1.0, "terms": 0}, "terms"))),
+                 Bad({"g": torch.ones(3, 1), "temperature": 1.0, "terms": 0}, "terms"),
+                 Bad({"g": torch.ones(3, 1), "temperature": 1.0, "terms": 3, "tolerance": -1.0}, "tolerance"))),
     "clbook.kernels.gaussian_features": Spec(
-        valid=st.fixed_dictionaries({"g": tensors(4, 1), "temperature": st.floats(0.3, 3.0), "terms": st.integers(1, 8)}),
+        valid=st.fixed_dictionaries({"g": tensors(4, 1), "temperature": st.floats(0.3, 3.0), "terms": st.integers(1, 8),
+                                     "tolerance": st.just(None)}),
         expect=lambda o, kw: bool((o >= 0).all()),
-        invalid=(Bad({"g": _NAN, "temperature": 1.0, "terms": 3}, "g"),)),
+        invalid=(Bad({"g": _NAN, "temperature": 1.0, "terms": 3}, "g"),
+                 Bad({"g": torch.ones(3, 1), "temperature": 1.0, "terms": 3, "tolerance": "x"}, "tolerance"))),
     "clbook.kernels.uniform_features": Spec(valid=st.fixed_dictionaries({"n": st.integers(1, 5)}), expect=shape(None, 1),
                                             invalid=(Bad({"n": -1}, "n"),)),
     "clbook.kernels.log_kernel_from_features": Spec(

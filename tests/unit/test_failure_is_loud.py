@@ -1,0 +1,163 @@
+"""Failure is loud: numerically safe losses (scale invariance at any finite scale, overflow that is an error naming
+the parameter), domain contracts of the encoders and probes, and no hidden global state."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clbook import covariance, kernels
+from clbook.losses import acl, noncontrastive, ntxent
+from clbook.losses._safe import unit_rows
+
+F64, F32 = torch.float64, torch.float32
+_CASES = settings(max_examples=40, deadline=None, derandomize=True, database=None)
+
+
+def _pair(seed, B=6, m=4, dtype=F64):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(B, m, generator=g, dtype=F64).to(dtype), torch.randn(B, m, generator=g, dtype=F64).to(dtype)
+
+
+# ------------------------------------------------------------------ 1. numerically safe losses
+
+
+@_CASES
+@given(seed=st.integers(0, 2**31 - 1), exponent=st.floats(-300, 300), temperature=st.sampled_from([0.05, 0.5, 2.0]))
+def test_nt_xent_is_scale_invariant_across_float64(seed, exponent, temperature):
+    h1, h2 = _pair(seed)
+    s = 10.0**exponent
+    ref = ntxent.nt_xent(h1, h2, temperature=temperature)
+    got = ntxent.nt_xent(h1 * s, h2 * s, temperature=temperature)
+    assert math.isfinite(float(got))
+    assert float(got) == pytest.approx(float(ref), rel=1e-12, abs=1e-12)
+    assert float(ntxent.nt_xent_reference(h1 * s, h2 * s, temperature=temperature)) == pytest.approx(float(ref), rel=1e-12)
+
+
+@_CASES
+@given(seed=st.integers(0, 2**31 - 1), exponent=st.floats(-37, 37))
+def test_nt_xent_is_scale_invariant_across_float32(seed, exponent):
+    h1, h2 = _pair(seed, dtype=F32)
+    s = 10.0**exponent
+    ref = float(ntxent.nt_xent(h1, h2, temperature=0.5))
+    assert float(ntxent.nt_xent(h1 * s, h2 * s, temperature=0.5)) == pytest.approx(ref, rel=1e-5)
+
+
+@_CASES
+@given(seed=st.integers(0, 2**31 - 1), exponent=st.floats(-300, 300), row_exponents=st.lists(st.floats(-300, 300), min_size=6, max_size=6))
+def test_cosine_quantities_are_scale_invariant_row_by_row(seed, exponent, row_exponents):
+    h1, h2 = _pair(seed)
+    rows = torch.tensor([10.0**e for e in row_exponents], dtype=F64).unsqueeze(1)
+    assert torch.allclose(unit_rows(h1 * rows), unit_rows(h1), rtol=1e-13, atol=1e-15)
+    s = 10.0**exponent
+    assert float(noncontrastive.ncl_loss(h1 * rows, h2 * s)) == pytest.approx(float(noncontrastive.ncl_loss(h1, h2)), rel=1e-12, abs=1e-12)
+    assert float(noncontrastive.simsiam_loss(h1 * s, h2 * rows, h2, h1 * s)) == pytest.approx(
+        float(noncontrastive.simsiam_loss(h1, h2, h2, h1)), rel=1e-12, abs=1e-12)
+
+
+def test_scaled_unit_rows_have_correct_gradients():
+    h = _pair(3)[0]
+    for s in (1e-200, 1e-13, 1.0, 1e200):
+        x = (h * s).requires_grad_(True)
+        unit_rows(x)[:, 0].sum().backward()
+        y = h.clone().requires_grad_(True)
+        unit_rows(y)[:, 0].sum().backward()
+        assert torch.allclose(x.grad * s, y.grad, rtol=1e-12, atol=1e-14)
+
+
+def test_a_zero_row_is_the_zero_vector_and_normal_rows_are_unchanged():
+    h = _pair(1)[0]
+    h[2] = 0.0
+    u = unit_rows(h)
+    assert bool((u[2] == 0).all()) and torch.isfinite(u).all()
+    assert torch.equal(unit_rows(h[[0, 1, 3]]), h[[0, 1, 3]] / h[[0, 1, 3]].norm(dim=-1, keepdim=True))
+
+
+def test_nt_xent_temperature_that_overflows_is_an_error():
+    h1, h2 = _pair(0, dtype=F32)
+    with pytest.raises(ValueError, match="temperature"):
+        ntxent.nt_xent(h1, h2, temperature=1e-39)
+
+
+@pytest.mark.parametrize("dtype,scale", [(F64, 1e154), (F64, 1e300), (F32, 1.8e19), (F32, 1e30)])
+def test_infonce_that_overflows_names_the_views(dtype, scale):
+    z1, z2 = _pair(4, dtype=dtype)
+    for loss in (acl.infonce(0.5), acl.quadratic(), acl.triplet()):
+        with pytest.raises(ValueError, match="z1, z2"):
+            loss(z1 * scale, z2 * scale)
+    with pytest.raises(ValueError, match="z1, z2"):
+        acl.infonce_reference(z1 * scale, z2 * scale)
+
+
+def test_infonce_logits_that_overflow_name_the_temperature():
+    z1, z2 = _pair(4)
+    with pytest.raises(ValueError, match="temperature"):
+        acl.infonce(1e-307)(z1 * 10, z2 * 10)
+
+
+def test_infonce_stays_finite_just_below_the_overflow():
+    z1, z2 = _pair(5)
+    value = acl.infonce(1.0)(z1 * 1e100, z2 * 1e100)
+    assert math.isfinite(float(value))
+
+
+@pytest.mark.parametrize("dtype,scale", [(F64, 1e150), (F64, 1e-150), (F32, 1e18), (F32, 1e-18)])
+def test_contrastive_covariance_and_energy_are_exactly_bilinear_near_the_limits(dtype, scale):
+    z1, z2 = _pair(6, dtype=dtype)
+    alpha = torch.rand(6, 6, generator=torch.Generator().manual_seed(0), dtype=F64).to(dtype)
+    ref = covariance.contrastive_covariance(alpha, z1, z2)
+    got = covariance.contrastive_covariance(alpha, z1 * scale, z2 * scale)
+    assert torch.isfinite(got).all()
+    if scale > 1:  # the product scale**2 is representable in the first case only for large scales
+        rtol = 1e-12 if dtype == F64 else 1e-4
+        assert torch.allclose(got / scale / scale, ref, rtol=rtol, atol=rtol * float(ref.abs().max()))
+        e = covariance.energy(alpha, z1 * scale, z2 * scale) / scale / scale
+        assert float(e) == pytest.approx(float(covariance.energy(alpha, z1, z2)), rel=rtol * 10)
+
+
+@pytest.mark.parametrize("dtype,scale", [(F64, 1e154), (F32, 1.8e19)])
+def test_contrastive_covariance_that_overflows_names_the_inputs(dtype, scale):
+    z1, z2 = _pair(6, dtype=dtype)
+    alpha = torch.ones(6, 6, dtype=dtype)
+    with pytest.raises(ValueError, match="a1"):
+        covariance.contrastive_covariance(alpha, z1 * scale, z2 * scale)
+    with pytest.raises(ValueError, match="z1"):
+        covariance.energy(alpha, z1 * scale, z2 * scale)
+
+
+def test_gaussian_log_features_warns_with_the_error_bound():
+    x = torch.rand(30, 2, generator=torch.Generator().manual_seed(0), dtype=F64)
+    with pytest.warns(RuntimeWarning, match=r"log-kernel error may reach .* terms >= \d+"):
+        kernels.gaussian_log_features(x, temperature=1e-3, terms=5)
+    grid = torch.linspace(0, 2, 81, dtype=F64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the bound is exact in 1-D: a tolerance above it is quiet
+        for L, tol in ((2, 5.81), (10, 0.34), (30, 2.2e-9)):
+            kernels.gaussian_log_features(grid, temperature=0.5, terms=L, shift=torch.zeros(1, dtype=F64), tolerance=tol)
+        kernels.gaussian_log_features(x, temperature=1e-3, terms=5, tolerance=None)
+    with pytest.warns(RuntimeWarning):
+        kernels.gaussian_log_features(grid, temperature=0.5, terms=10, shift=torch.zeros(1, dtype=F64), tolerance=0.33)
+
+
+def test_gaussian_truncation_bound_is_exact_in_one_dimension():
+    grid = torch.linspace(0, 2, 81, dtype=F64)
+    for L in (2, 5, 10, 20):
+        lp = kernels.gaussian_log_features(grid, temperature=0.5, terms=L, shift=torch.zeros(1, dtype=F64), tolerance=None)
+        err = float((kernels.log_kernel_from_features(lp, lp) + (grid[:, None] - grid[None]).pow(2) / 1.0).abs().max())
+        assert err == pytest.approx(kernels._truncation_bound(grid[:, None], 0.5, L), rel=1e-9)
+
+
+def test_unchanged_numbers_for_normal_inputs():
+    h1, h2 = _pair(9, B=8, m=5)
+    u = torch.cat([h1, h2]) / torch.cat([h1, h2]).norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    S = u @ u.T / 0.05
+    S.fill_diagonal_(-math.inf)
+    k = torch.arange(16)
+    old = (torch.logsumexp(S, -1) - S[k, (k + 8) % 16]).mean()
+    assert float(ntxent.nt_xent(h1, h2, temperature=0.05)) == pytest.approx(float(old), rel=1e-14)
+    assert np.isfinite(float(acl.infonce(0.5)(h1, h2)))
