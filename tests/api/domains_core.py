@@ -105,6 +105,27 @@ DOMAINS = {
         valid=st.fixed_dictionaries({"sd_a": st.floats(0, 1), "n_a": st.integers(1, 20), "sd_b": st.floats(0, 1), "n_b": st.integers(1, 20)}),
         expect=scalar, invalid=(Bad({"sd_a": 0.1, "n_a": 5, "sd_b": 0.1, "n_b": 5, "power": 1.0}, "power"),
                                 Bad({"sd_a": -1, "n_a": 5, "sd_b": 0.1, "n_b": 5}, "sd_a"))),
+    "clbook.verify.Alternative": Spec(
+        valid=st.fixed_dictionaries({"claim": st.just("the sign flipped"), "predicted": st.floats(-1, 1)}),
+        expect=lambda out, kw: isinstance(out, clbook.verify.Alternative) or None,
+        invalid=(Bad({"claim": "", "predicted": 1.0}, "claim"), Bad({"claim": "x"}, "predicted"),
+                 Bad({"claim": "x", "predicted": 1.0, "measured": 1.0}, "measured"))),
+    "clbook.verify.PairedTest": Spec(exempt=EXEMPT_RECORD),
+    "clbook.verify.conclude": Spec(
+        valid=st.fixed_dictionaries({"label": st.just("pokle-tab-2"), "verdict": st.sampled_from(list(clbook.verify.VERDICTS))}),
+        expect=lambda out, kw: out == kw["verdict"] or None,
+        invalid=(Bad({"label": "tab-2", "verdict": "reproduced"}, "label"), Bad({"label": "pokle-tab-2", "verdict": "maybe"}, "verdict"))),
+    "clbook.verify.conclusions": Spec(valid=fixed(), expect=lambda out, kw: isinstance(out, dict) or None),
+    "clbook.verify.t_cutoff": Spec(
+        valid=st.fixed_dictionaries({"df": st.integers(1, 100), "tests": st.integers(1, 50)}),
+        expect=lambda out, kw: out > 1.9 or None,
+        invalid=(Bad({"df": 0}, "df"), Bad({"df": 4, "tests": 0}, "tests"), Bad({"df": 4, "alpha": 1.5}, "alpha"))),
+    "clbook.verify.paired_test": Spec(
+        valid=st.fixed_dictionaries({"a": st.lists(st.floats(0, 1), min_size=3, max_size=3),
+                                     "b": st.lists(st.floats(0, 1), min_size=3, max_size=3)}),
+        expect=lambda out, kw: out.verdict in ("holds", "reversed", "within noise") or None,
+        invalid=(Bad({"a": [1.0], "b": [1.0]}, "a and b"), Bad({"a": [1.0, 2.0], "b": [1.0, 2.0], "power": 2.0}, "power"),
+                 Bad({"a": [1.0, float("nan")], "b": [1.0, 2.0]}, "a and b"))),
     # linalg
     "clbook.linalg.haar_orthonormal": Spec(
         valid=st.integers(1, 6).flatmap(lambda n: st.fixed_dictionaries({"n": st.just(n), "k": st.integers(1, n), "generator": generators()})),
