@@ -177,6 +177,19 @@ def randint(low: int, high: int, shape, *, generator: torch.Generator, device=No
 
 
 def to_device(x, device=None, dtype=None) -> torch.Tensor:
-    """Move an array or tensor to the current device and dtype."""
+    """Move an array or tensor (or a list of numbers) to the current device and dtype.
+
+    Raises a TypeError naming ``x`` for input that is not real numbers (strings, objects, complex values).
+    """
     dev, dt = _target(device, dtype)
+    if not isinstance(x, torch.Tensor):
+        try:
+            kind = np.asarray(x).dtype.kind
+        except (TypeError, ValueError) as exc:  # ragged lists and the like
+            raise TypeError(f"x must be a tensor, an array or a (nested) list of real numbers; got {type(x).__name__} "
+                            f"({exc}).") from exc
+        if kind not in "biuf":
+            raise TypeError(f"x must hold real numbers; got {type(x).__name__} {x!r:.60} (numpy dtype kind {kind!r}).")
+    elif x.is_complex():
+        raise TypeError(f"x must be real; got a complex tensor of dtype {x.dtype}.")
     return torch.as_tensor(x).to(device=dev, dtype=dt)

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ._validate import check_choice, check_int
-from .config import defaults, randn
+from .config import _DTYPES, _check_generator, _resolve_device, defaults, randn
 
 __all__ = ["MLP"]
 
@@ -36,6 +36,13 @@ class MLP(nn.Module):
         Whether to :math:`\\ell_2`-normalise the output, :math:`\\hat z = z/\\|z\\|_2`.
     bias : bool
         Whether the layers have biases.
+    device, dtype : optional
+        Where the weights live and their dtype (float64 or float32); default those of :func:`clbook.setup`.
+        A CUDA device without a GPU is a ValueError.
+
+    Building the network draws only from ``generator``: torch's global random stream is left where it was.
+    :meth:`forward` takes a finite floating-point tensor ``[n, d_in]`` on the model's device and of its dtype, and
+    says which of these it is not (a TypeError or ValueError naming ``x``), instead of an error from inside torch.
     """
 
     def __init__(self, sizes, *, generator: torch.Generator, activation: str = "relu",
@@ -46,12 +53,16 @@ class MLP(nn.Module):
             raise ValueError(f"sizes must list at least an input and an output width; got sizes = {sizes}.")
         sizes = [check_int(f"sizes[{k}]", s, 1) for k, s in enumerate(sizes)]
         check_choice("activation", activation, _ACTIVATIONS)
+        _check_generator(generator)
         default_device, default_dtype = defaults()
-        device = default_device if device is None else device
+        device = default_device if device is None else _resolve_device(device)
         dtype = default_dtype if dtype is None else dtype
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype must be torch.float64 or torch.float32; got dtype = {dtype!r}.")
         layers = []
         for k, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
-            linear = nn.Linear(fan_in, fan_out, bias=bias, device=device, dtype=dtype)
+            # skip_init: no draw from torch's global stream (every weight is set from ``generator`` just below)
+            linear = nn.utils.skip_init(nn.Linear, fan_in, fan_out, bias=bias, device=device, dtype=dtype)
             with torch.no_grad():
                 linear.weight.copy_(randn(fan_out, fan_in, generator=generator, device=device, dtype=dtype)
                                     * math.sqrt(2.0 / fan_in))
@@ -65,8 +76,18 @@ class MLP(nn.Module):
         self.sizes = sizes
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch.Tensor; got {type(x).__name__} (convert it with clbook.to_device(x)).")
         if x.ndim != 2 or x.shape[1] != self.sizes[0]:
             raise ValueError(f"x must have shape [n, {self.sizes[0]}]; got {tuple(x.shape)}.")
+        weight = self.body[0].weight
+        if x.dtype != weight.dtype:
+            raise TypeError(f"x must have the model's dtype {weight.dtype}; got {x.dtype} (convert it with "
+                            f"x.to({weight.dtype}), or build the model with dtype={x.dtype} if it is floating point).")
+        if x.device != weight.device:
+            raise ValueError(f"x must be on the model's device {weight.device}; got {x.device} (move it with x.to(device)).")
+        if not bool(torch.isfinite(x.detach()).all()):
+            raise ValueError("x must contain only finite values; it has NaN or infinite entries.")
         z = self.body(x)
         return nn.functional.normalize(z, dim=1) if self.normalize else z
 

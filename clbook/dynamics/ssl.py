@@ -210,6 +210,16 @@ def linear_flow(theta0, C, times, *, rtol: float = 1e-11, atol: float = 1e-12) -
     rtol, atol = check_positive("rtol", rtol), check_positive("atol", atol)
     z, d = theta0.shape
     C_cpu = C.detach().to("cpu", torch.float64)
+    # Θ(t) = Θ0 e^{-2Ct} grows like e^{-2 λ_min t}: refuse a grid whose end leaves float64 (and its dtype) before
+    # the solver meets it (solve_ivp would stop with "required step size is less than spacing" and no parameter)
+    growth = max(0.0, -2.0 * float(torch.linalg.eigvalsh(C_cpu).min())) * float(t[-1])
+    scale = float(theta0.detach().abs().max())
+    limit = math.log(torch.finfo(theta0.dtype).max)
+    if scale > 0 and growth + math.log(scale) + math.log(max(z * d, 1)) > limit:
+        t_max = (limit - math.log(scale) - math.log(max(z * d, 1))) / (growth / float(t[-1]))
+        raise ValueError(f"times: Θ(t) = Θ0 e^(−2Ct) leaves the floating-point range before t = {float(t[-1]):g} "
+                         f"(λ_min(C) = {-growth / 2 / float(t[-1]):.3g} < 0: it grows like e^(−2λ_min t)); use times up to "
+                         f"about {t_max:.3g}, or rescale C.")
 
     def rhs(_, y):
         return (-2 * torch.from_numpy(y).view(z, d) @ C_cpu).reshape(-1).numpy()
@@ -218,7 +228,8 @@ def linear_flow(theta0, C, times, *, rtol: float = 1e-11, atol: float = 1e-12) -
     sol = solve_ivp(rhs, (0.0, float(t_cpu[-1])), theta0.detach().cpu().double().reshape(-1).numpy(), method="DOP853",
                     t_eval=t_cpu, rtol=rtol, atol=atol)
     if not sol.success:
-        raise RuntimeError(f"solve_ivp failed: {sol.message}")
+        raise RuntimeError(f"linear_flow: solve_ivp failed ({sol.message}) with rtol = {rtol:g}, atol = {atol:g} up to "
+                           f"times[-1] = {float(t_cpu[-1]):g}; loosen rtol/atol or shorten times.")
     return _finite_result(torch.from_numpy(sol.y.T.copy()).view(len(t_cpu), z, d).to(theta0), "times: Θ(t)")
 
 

@@ -18,6 +18,8 @@ def _as_numpy(name: str, x) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         x = x.detach().cpu().numpy()
     x = np.asarray(x)
+    if name.endswith("_x") and x.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers; got an array of dtype {x.dtype}.")
     if x.dtype.kind == "f" and not np.all(np.isfinite(x)):
         raise ValueError(f"{name} must contain only finite values.")
     return x
@@ -30,7 +32,16 @@ def _check(train_x, train_y, test_x, test_y):
         raise ValueError(f"train_x and test_x must be [n, d] with the same d; got {train_x.shape} and {test_x.shape}.")
     if len(train_y) != len(train_x) or len(test_y) != len(test_x):
         raise ValueError("train_y and test_y must have one label per row of train_x and test_x.")
+    if len(train_x) < 1 or len(test_x) < 1:
+        raise ValueError(f"train_x and test_x must hold at least one sample each; got {len(train_x)} and {len(test_x)}.")
     return train_x, train_y, test_x, test_y
+
+
+def _check_classes(train_y) -> None:
+    classes = np.unique(train_y)
+    if len(classes) < 2:
+        raise ValueError(f"train_y must hold at least 2 classes (a classifier of one class has nothing to learn); got "
+                         f"{len(classes)} class{'' if len(classes) == 1 else 'es'} {classes.tolist()}.")
 
 
 def linear_probe(train_x, train_y, test_x, test_y, *, C: float = 0.1, max_iter: int = 500) -> float:
@@ -44,12 +55,18 @@ def linear_probe(train_x, train_y, test_x, test_y, *, C: float = 0.1, max_iter: 
         Inverse regularisation strength, > 0.
     max_iter : int
         lbfgs iterations, ≥ 1.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 classes in ``train_y``, shapes that do not match, NaN or infinite features.
     """
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     train_x, train_y, test_x, test_y = _check(train_x, train_y, test_x, test_y)
+    _check_classes(train_y)
     C = check_positive("C", C)
     max_iter = check_int("max_iter", max_iter, minimum=1)
     model = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=max_iter))

@@ -198,7 +198,10 @@ DOMAINS: dict = {
         valid=fixed(train_x=np.r_[np.zeros((5, 2)), np.ones((5, 2))], train_y=[0] * 5 + [1] * 5, test_x=np.eye(2), test_y=[0, 1]),
         expect=lambda out, kw: None if 0 <= out <= 1 else 1 / 0,
         invalid=(Bad({"train_x": np.zeros((4, 2)), "train_y": [0, 1, 0, 1], "test_x": np.zeros((2, 3)), "test_y": [0, 1]}, "train_x"),
-                 Bad({"train_x": np.zeros((4, 2)), "train_y": [0, 1, 0, 1], "test_x": np.zeros((2, 2)), "test_y": [0, 1], "C": 0}, "C"))),
+                 Bad({"train_x": np.zeros((4, 2)), "train_y": [0, 1, 0, 1], "test_x": np.zeros((2, 2)), "test_y": [0, 1], "C": 0}, "C"),
+                 Bad({"train_x": np.zeros((4, 2)), "train_y": [0, 0, 0, 0], "test_x": np.zeros((2, 2)), "test_y": [0, 0]}, "train_y"),
+                 Bad({"train_x": np.array([["a", "b"]] * 4), "train_y": [0, 1, 0, 1], "test_x": np.zeros((2, 2)), "test_y": [0, 1]},
+                     "train_x"))),
     "clbook.metrics.probes.knn_probe": Spec(
         valid=fixed(train_x=np.r_[np.ones((5, 2)), -np.ones((5, 2))] + 0.1, train_y=[0] * 5 + [1] * 5, test_x=np.array([[1.0, 1.0], [-1.0, -1.0]]),
                     test_y=[0, 1]),

@@ -16,8 +16,16 @@ def _is_str(out, kwargs):
 
 
 def _nets_ok(out, kwargs):
-    x = torch.zeros(3, kwargs["_args"][0][0])
+    x = torch.zeros(3, kwargs["_args"][0][0], dtype=out.body[0].weight.dtype)
     assert out(x).shape == (3, kwargs["_args"][0][-1])
+    other = torch.float32 if x.dtype == torch.float64 else torch.float64
+    for bad_x in (x.numpy(), x.to(torch.int64), x.to(other), torch.full_like(x, float("nan")), x[:, :1]):
+        try:  # the forward pass's domain: a finite tensor [n, d_in] of the model's dtype and device
+            out(bad_x)
+        except (TypeError, ValueError) as exc:
+            assert "x " in str(exc) or str(exc).startswith("x"), f"the error does not name x: {exc}"
+        else:
+            raise AssertionError(f"MLP accepted x of type {type(bad_x).__name__}")
 
 
 def _tables(out, kwargs):
@@ -50,7 +58,8 @@ DOMAINS = {
                                   expect=lambda out, kw: bool(((out >= kw["low"]) & (out < kw["high"])).all()),
                                   invalid=(Bad({"low": 3, "high": 3, "shape": 2, **_g}, "low"), Bad({"low": 0, "high": 2.0, "shape": 2, **_g}, "high"))),
     "clbook.config.to_device": Spec(valid=st.fixed_dictionaries({"x": tensors(3)}), expect=shape(3),
-                                    invalid=(Bad({"x": torch.zeros(2), "device": "nope"}, "device"),
+                                    invalid=(Bad({"x": torch.zeros(2), "device": "nope"}, "device"), Bad({"x": "abc"}, "x"),
+                                             Bad({"x": [[1.0], [1.0, 2.0]]}, "x"), Bad({"x": [1j]}, "x"),
                                              Bad({"x": torch.zeros(2), "dtype": torch.int64}, "dtype"))),
     # fmt
     "clbook.fmt.value": Spec(valid=st.fixed_dictionaries({"x": st.floats(-1e6, 1e6), "digits": st.integers(1, 6)}), expect=_is_str,
@@ -168,7 +177,10 @@ DOMAINS = {
                                                          "activation": st.sampled_from(["relu", "linear", "tanh"])}),
                             expect=_nets_ok,
                             invalid=(Bad({"_args": ([3],), **_g}, "sizes"), Bad({"_args": ([3, 0],), **_g}, "sizes"),
-                                     Bad({"_args": ([3, 2],), **_g, "activation": "gelu9"}, "activation"))),
+                                     Bad({"_args": ([3, 2],), **_g, "activation": "gelu9"}, "activation"),
+                                     Bad({"_args": ([3, 2],), **_g, "dtype": torch.int32}, "dtype"),
+                                     Bad({"_args": ([3, 2],), **_g, "device": "nope"}, "device"),
+                                     Bad({"_args": ([3, 2],), "generator": 0}, "generator"))),
     # viz, widgets
     "clbook.viz.use_style": Spec(exempt=EXEMPT_PLOT),
     "clbook.viz.figure": Spec(exempt=EXEMPT_PLOT),

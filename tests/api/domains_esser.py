@@ -86,7 +86,8 @@ DOMAINS: dict = {
     "clbook.dynamics.ssl.linear_flow": Spec(
         valid=st.fixed_dictionaries({"theta0": tensors(2, 3), "C": _symmetric(3), "times": st.just(torch.linspace(0, 0.5, 3))}),
         expect=shape(3, 2, 3), max_examples=3,
-        invalid=(Bad({"theta0": torch.ones(2, 3), "C": torch.eye(3), "times": [0.0, 1.0], "rtol": 0.0}, "rtol"),)),
+        invalid=(Bad({"theta0": torch.ones(2, 3), "C": torch.eye(3), "times": [0.0, 1.0], "rtol": 0.0}, "rtol"),
+                 Bad({"theta0": torch.ones(2, 3), "C": -torch.eye(3), "times": [0.0, 400.0]}, "times"))),
     "clbook.dynamics.ssl.linear_gd": Spec(
         valid=st.fixed_dictionaries({"theta0": tensors(2, 3), "C": _symmetric(3), "eta": st.floats(1e-3, 0.05), "steps": st.integers(0, 20)}),
         expect=lambda out, kw: tuple(out.shape) == (kw["steps"] + 1, 2, 3),

@@ -161,3 +161,74 @@ def test_unchanged_numbers_for_normal_inputs():
     old = (torch.logsumexp(S, -1) - S[k, (k + 8) % 16]).mean()
     assert float(ntxent.nt_xent(h1, h2, temperature=0.05)) == pytest.approx(float(old), rel=1e-14)
     assert np.isfinite(float(acl.infonce(0.5)(h1, h2)))
+
+
+# ------------------------------------------------------------------ 2. domain contracts
+
+
+def _mlp(**kw):
+    from clbook import nets
+
+    return nets.MLP([3, 5, 2], generator=torch.Generator().manual_seed(0), device="cpu", dtype=F64, **kw)
+
+
+@pytest.mark.parametrize("x,error,words", [
+    (np.ones((2, 3)), TypeError, "torch.Tensor"),
+    (torch.ones(2, 3, dtype=torch.int64), TypeError, "dtype"),
+    (torch.ones(2, 3, dtype=F32), TypeError, "dtype"),
+    (torch.tensor([[float("nan"), 0.0, 0.0]], dtype=F64), ValueError, "finite"),
+    (torch.tensor([[math.inf, 0.0, 0.0]], dtype=F64), ValueError, "finite"),
+    (torch.ones(2, 4, dtype=F64), ValueError, "shape"),
+])
+def test_mlp_forward_says_what_is_wrong_with_x(x, error, words):
+    with pytest.raises(error, match=words) as info:
+        _mlp()(x)
+    assert str(info.value).startswith("x ")
+
+
+def test_mlp_on_cuda_without_a_gpu_is_the_package_error():
+    from clbook import nets
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(ValueError, match="no CUDA device"):
+        nets.MLP([3, 2], generator=torch.Generator().manual_seed(0), device="cuda")
+
+
+def test_mlp_weights_are_unchanged_and_come_from_the_generator_only():
+    from clbook import config
+
+    net = _mlp()
+    g = torch.Generator().manual_seed(0)  # the old construction's weights: the same draws from the generator
+    w1 = config.randn(5, 3, generator=g, device="cpu", dtype=F64) * math.sqrt(2 / 3)
+    b1 = 0.1 * config.randn(5, generator=g, device="cpu", dtype=F64)
+    assert torch.equal(net.body[0].weight, w1) and torch.equal(net.body[0].bias, b1)
+
+
+def test_to_device_rejects_what_is_not_numbers():
+    import clbook
+
+    for x in ("abc", [[1.0], [1.0, 2.0]], [1j], {"a": 1}):
+        with pytest.raises(TypeError, match="x "):
+            clbook.to_device(x, device="cpu")
+    assert clbook.to_device([1, 2], device="cpu", dtype=F64).dtype == F64
+
+
+def test_probes_need_two_classes():
+    from clbook.metrics import probes
+
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    with pytest.raises(ValueError, match="train_y must hold at least 2 classes"):
+        probes.linear_probe(X, np.zeros(10), X, np.zeros(10))
+    with pytest.raises(ValueError, match="at least one sample"):
+        probes.knn_probe(X[:0], np.zeros(0), X, np.zeros(10), k=1)
+
+
+def test_linear_flow_that_overflows_names_times():
+    from clbook.dynamics import ssl
+
+    C = -torch.diag(torch.tensor([1.0, 2.0], dtype=F64))
+    with pytest.raises(ValueError, match=r"^times: .* up to about 17\d"):
+        ssl.linear_flow(torch.ones(2, 2, dtype=F64), C, torch.tensor([0.0, 400.0], dtype=F64))
+    out = ssl.linear_flow(torch.ones(2, 2, dtype=F64), C, torch.tensor([0.0, 10.0], dtype=F64))
+    assert torch.isfinite(out).all()
