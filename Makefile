@@ -10,7 +10,7 @@ STAMP := $(VENV)/.clbook-installed
 CHAPTERS = $(shell test -x $(BIN)/python && $(BIN)/python tools/nbtools.py list)
 NBVAL = $(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg -q
 
-.PHONY: book bench test lint unit notebooks structure assignments-test assignments browser chromium outputs sync lab serve clean help dist colab binder stability
+.PHONY: book bench test lint unit notebooks structure assignments-test assignments browser chromium outputs sync lab serve clean help dist colab binder floor colab-exact stability
 
 help:
 	@echo "make book     build the HTML book into _build/html (sets up .venv first)"
@@ -18,6 +18,8 @@ help:
 	@echo "              the Colab-like and Binder-like runs, the autograders in their own environment, the browser test"
 	@echo "make colab    build the wheel, install it as Colab would, run every chapter alone (twice in one kernel)"
 	@echo "make binder   install binder/'s environment in a fresh venv and run every chapter"
+	@echo "make floor    every chapter (nbval) and panel against the oldest supported versions (binder/floor.txt)"
+	@echo "make colab-exact  Colab's exact set (Python 3.13, torch 2.11 CUDA build from PyPI, ~5 GB): chapters and panels"
 	@echo "make stability  list the printed numbers that differ between machine configurations"
 	@echo "make assignments  build the graded assignments (student notebooks, autograders) into _build/assignments"
 	@echo "make bench    time the batched experiments against the authors' code (reports in clbook/results/)"
@@ -45,7 +47,7 @@ book: $(STAMP)
 	@echo "The book is in _build/html: open _build/html/index.html, or run 'make serve'."
 
 test: $(STAMP)
-	$(MAKE) --no-print-directory lint unit notebooks structure colab binder assignments-test browser
+	$(MAKE) --no-print-directory lint unit notebooks structure colab binder floor assignments-test browser
 
 # ruff on the package, the tests, the tools and every notebook cell.
 lint: $(STAMP)
@@ -85,6 +87,16 @@ colab: $(STAMP)
 
 binder: $(STAMP)
 	$(BIN)/python tools/readers.py binder
+
+# The oldest versions clbook supports (binder/floor.txt: Colab's runtime, declared as pyproject.toml's floor), with the
+# pinned torch: every chapter under nbval against its stored outputs, every panel built and moved (ipywidgets 7).
+floor: $(STAMP)
+	$(BIN)/python tools/readers.py floor
+
+# Colab's exact set, torch included (Python 3.13, torch 2.11.0 from PyPI: the CUDA build, about 5 GB): every chapter
+# and panel, as `make floor` runs them. Not part of `make test` (the download); its last report is in the README.
+colab-exact: $(STAMP)
+	$(BIN)/python tools/readers.py colab-exact
 
 structure: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q tests/structure

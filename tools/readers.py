@@ -6,6 +6,9 @@
                                       # (served on 127.0.0.1), then every chapter run alone, twice in one kernel
     python tools/readers.py binder    # `make binder`: a fresh venv from binder/'s files (minus the unreachable
                                       # PyTorch index), clbook installed as binder/postBuild does, every chapter run
+    python tools/readers.py floor     # `make floor`: the oldest versions clbook supports (binder/floor.txt, Colab's
+                                      # own) with the pinned torch, the wheel; every chapter under nbval against its
+                                      # stored outputs, every panel built and moved (ipywidgets 7)
 
 Reports go to _build/readers/<mode>.json. Exit status 1 on any failure.
 """
@@ -226,6 +229,93 @@ def binder() -> int:
     return 0 if ok else 1
 
 
+def _pins(path: Path) -> dict:
+    pins = {}
+    for line in path.read_text().splitlines():
+        match = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
+        if match:
+            pins[match.group(1).lower()] = match.group(2)
+    return pins
+
+
+COLAB_EXACT = dict(python="3.13", torch="2.11.0")  # Colab's runtime (googlecolab/backend-info, August 2026)
+
+
+def _pyenv_python(version: str) -> str:
+    """An interpreter of ``version`` (``python3.13`` on PATH, else pyenv's), or exit with one sentence."""
+    found = shutil.which(f"python{version}")
+    if found:
+        return found
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    candidates = sorted(root.glob(f"{version}.*/bin/python{version}")) if root.is_dir() else []
+    if not candidates:
+        raise SystemExit(f"make colab-exact needs Python {version} (python{version} on PATH, or pyenv install {version}).")
+    return str(candidates[-1])
+
+
+def floor(exact: bool = False) -> int:
+    """Every chapter and panel against the floor of pyproject.toml (binder/floor.txt), the stored outputs compared.
+
+    ``exact``: Colab's exact set instead, with its Python and its torch from PyPI (the CUDA build, several GB).
+    """
+    mode = "colab-exact" if exact else "floor"
+    wheel, _ = build_dist()
+    tmp = Path(tempfile.mkdtemp(prefix=f"clbook-{mode}-"))
+    if exact:
+        interpreter = _pyenv_python(COLAB_EXACT["python"])
+        shutil.rmtree(OUT / f"{mode}-venv", ignore_errors=True)
+        sh([interpreter, "-m", "venv", str(OUT / f"{mode}-venv")])
+        python = OUT / f"{mode}-venv" / "bin" / "python"
+        sh([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"])
+    else:
+        python = venv(OUT / f"{mode}-venv")
+    env = reader_env(tmp)
+    dev = _pins(ROOT / "requirements.txt") | _pins(ROOT / "binder" / "reader.txt")
+    torch_version = COLAB_EXACT["torch"] if exact else dev["torch"]
+    start = time.perf_counter()
+    sh([str(python), "-m", "pip", "install", "-q", "--retries", "1", "--timeout", "60", f"torch=={torch_version}"], env=env)
+    sh([str(python), "-m", "pip", "install", "-q", "-r", str(ROOT / "binder" / "floor.txt"), f"pytest=={dev['pytest']}",
+        f"nbval=={dev['nbval']}"], env=env)
+    sh([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], env=env)
+    install_seconds = time.perf_counter() - start
+    versions = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True,
+                              env=env).stdout
+    floor_pins = _pins(ROOT / "binder" / "floor.txt")
+    got = {k.lower(): v for k, v in (ln.split("==", 1) for ln in versions.splitlines() if "==" in ln)}
+    drift = {k: (v, got.get(k)) for k, v in floor_pins.items() if got.get(k) != v}
+    # The chapters run from a copy, so that only the installed wheel can be imported.
+    work = tmp / "book"
+    shutil.copytree(ROOT / "book", work, ignore=shutil.ignore_patterns("_build", ".ipynb_checkpoints"))
+    shutil.copy(ROOT / "tests" / "api" / "test_widgets.py", work / "test_widgets.py")
+    chapters = [str(work / p.relative_to(ROOT / "book")) for p in nbtools.chapters()]
+    nbval = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
+             "--nbval-sanitize-with", str(ROOT / "nbval_sanitize.cfg"), "-q", "--rootdir", str(work)]
+    half = (len(chapters) + 1) // 2
+    logs = [OUT / f"{mode}-nbval-1.log", OUT / f"{mode}-nbval-2.log"]
+    runs = [subprocess.Popen(nbval + part, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, cwd=work)
+            for part, log in zip((chapters[:half], chapters[half:]), logs, strict=True)]
+    codes = [r.wait() for r in runs]
+    panels = subprocess.run([str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", "--rootdir", str(work),
+                             str(work / "test_widgets.py"), "-k", "moves or extremes"], capture_output=True, text=True,
+                            env=env, cwd=work)
+    tails = [log.read_text().strip().splitlines()[-1] if log.read_text().strip() else "" for log in logs]
+    ok = not drift and all(c == 0 for c in codes) and panels.returncode == 0
+    torch_got = subprocess.run([str(python), "-c", "import sys, torch; print(sys.version.split()[0], torch.__version__)"],
+                               capture_output=True, text=True, env=env, cwd=env["HOME"]).stdout.split()
+    report = dict(mode=mode, python_torch=torch_got, floor=floor_pins, drift=drift, install_seconds=round(install_seconds),
+                  nbval=tails, nbval_exit=codes, panels=(panels.stdout.strip().splitlines() or [""])[-1], ok=ok)
+    (OUT / f"{mode}.json").write_text(json.dumps(report, indent=1))
+    for code, log in zip(codes, logs, strict=True):
+        if code:
+            print(log.read_text()[-6000:])
+    if panels.returncode:
+        print(panels.stdout[-4000:])
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{mode} run (binder/floor.txt; Python and torch {torch_got}): {'PASSED' if ok else 'FAILED'}; nbval {tails}; "
+          f"panels {report['panels']}; versions not at the floor: {drift or 'none'}; report in {OUT / (mode + '.json')}")
+    return 0 if ok else 1
+
+
 def main(argv: list[str]) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     if argv == ["dist"]:
@@ -235,6 +325,10 @@ def main(argv: list[str]) -> int:
         return colab()
     if argv == ["binder"]:
         return binder()
+    if argv == ["floor"]:
+        return floor()
+    if argv == ["colab-exact"]:
+        return floor(exact=True)
     print(__doc__)
     return 2
 
