@@ -19,7 +19,7 @@ def test_every_entry_quotes_the_paper_and_names_its_kind(page):
     found = entries(page)
     assert found, f"{page.name} has no entries"
     for title, body in found:
-        assert "**Paper says.**" in body, f"{page.name}: '{title}' does not quote the paper (**Paper says.**)"
+        assert "**Paper says.**" in body, f"{page.name}: '{title}' does not quote the paper (**Paper says.**; CONTRIBUTING.md, 'Errata')"
         kind = re.search(r"\*\*Kind\.\*\*\s*([a-z ]+)", body)
-        assert kind and kind.group(1).strip() in KINDS, f"{page.name}: '{title}' has no **Kind.** among {KINDS}"
-        assert "{ref}`" in body, f"{page.name}: '{title}' points to no chapter with its evidence"
+        assert kind and kind.group(1).strip() in KINDS, f"{page.name}: '{title}' has no **Kind.** among {KINDS} (CONTRIBUTING.md, 'Errata')"
+        assert "{ref}`" in body, f"{page.name}: '{title}' points to no chapter with its evidence (CONTRIBUTING.md, 'Errata')"
