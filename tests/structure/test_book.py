@@ -36,11 +36,11 @@ def test_every_code_cell_has_stored_outputs_and_no_error(path):
     for k, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or not cell.source.strip():
             continue
-        assert cell.execution_count is not None, f"{path.name} cell {k} was not executed (run `make outputs`; CONTRIBUTING.md, 'Numbers, outputs and machines')"
+        assert cell.execution_count is not None, f"{path.name} cell {k} was not executed (run `make outputs`; CONTRIBUTING.md, 'Numbers, outputs and machines')"  # noqa: E501
         assert not [o for o in cell.outputs if o.output_type == "error"], f"{path.name} cell {k} stores an error"
-        assert "NBVAL_" not in cell.source, f"{path.name} cell {k} uses an NBVAL_ comment; use a cell tag (CONTRIBUTING.md, 'Chapter anatomy')"
+        assert "NBVAL_" not in cell.source, f"{path.name} cell {k} uses an NBVAL_ comment; use a cell tag (CONTRIBUTING.md, 'Chapter anatomy')"  # noqa: E501
         lines = [ln for ln in cell.source.splitlines() if ln.strip()]
-        assert len(lines) <= 25, f"{path.name} cell {k} has {len(lines)} lines (at most 25; move code into clbook: CONTRIBUTING.md, 'Chapter anatomy')"
+        assert len(lines) <= 25, f"{path.name} cell {k} has {len(lines)} lines (at most 25; move code into clbook: CONTRIBUTING.md, 'Chapter anatomy')"  # noqa: E501
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
@@ -52,7 +52,7 @@ def test_results_are_stated_labelled_and_checked(path):
     assert labels, f"{path.name}: no result carries a label in the book's convention"
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     checked = set(re.findall(r"verify\.check\(\s*f?[\"'](" + LABEL + ")[\"']", code))
-    assert labels <= checked, f"{path.name}: labelled results no verify.check names: {sorted(labels - checked)} (CONTRIBUTING.md, 'Checks and their alternatives')"
+    assert labels <= checked, f"{path.name}: labelled results no verify.check names: {sorted(labels - checked)} (CONTRIBUTING.md, 'Checks and their alternatives')"  # noqa: E501
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
@@ -60,7 +60,7 @@ def test_anatomy(path):
     nb = load(path)
     text = markdown(nb)
     first_code = next(c for c in nb.cells if c.cell_type == "code")
-    assert "colab-bootstrap" in first_code.metadata.get("tags", []), "the first code cell must be the Colab bootstrap (CONTRIBUTING.md, 'Chapter anatomy')"
+    assert "colab-bootstrap" in first_code.metadata.get("tags", []), "the first code cell must be the Colab bootstrap (CONTRIBUTING.md, 'Chapter anatomy')"  # noqa: E501
     assert first_code.source == nbtools.bootstrap_source(), "Colab bootstrap URL differs from _config.yml (run `make sync`)"
     assert len(re.findall(r"\{exercise(?:-start)?\}", text)) >= 3, "fewer than three exercises (CONTRIBUTING.md, 'Chapter anatomy')"
     assert len(re.findall(r"\{solution(?:-start)?\}", text)) >= 3, "exercises need solutions"
@@ -69,7 +69,7 @@ def test_anatomy(path):
     for cell in panels:
         assert "nbval-ignore-output" in cell.metadata.get("tags", []), "a panel cell must be tagged nbval-ignore-output"
     assert any("widgets.static(" in c.source for c in nb.cells if c.cell_type == "code"), "a panel needs its static twin"
-    assert "verify.report(" in nb.cells[-1].source, "the last cell must show the chapter's checks (verify.report; CONTRIBUTING.md, 'Chapter anatomy')"
+    assert "verify.report(" in nb.cells[-1].source, "the last cell must show the chapter's checks (verify.report; CONTRIBUTING.md, 'Chapter anatomy')"  # noqa: E501
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert not re.search(r";\s*$", cell.source.strip()), "a trailing ';' does not hide output under nbval"
@@ -92,7 +92,7 @@ def test_chapter_within_budget(path):
     else:
         seconds = nbtools.execute(path, write=False)
     print(f"{path.stem}: {seconds:.1f} s")
-    assert seconds <= BUDGET_SECONDS, f"{path.name} took {seconds:.1f} s (budget {BUDGET_SECONDS} s; CONTRIBUTING.md, 'Numbers, outputs and machines')"
+    assert seconds <= BUDGET_SECONDS, f"{path.name} took {seconds:.1f} s (budget {BUDGET_SECONDS} s; CONTRIBUTING.md, 'Numbers, outputs and machines')"  # noqa: E501
 
 
 def test_dashboard_lists_every_chapter():

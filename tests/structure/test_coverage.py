@@ -16,4 +16,4 @@ def test_every_item_has_a_status(page):
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split(" | ")]
         assert len(cells) >= 4, f"{page.name}: a row without item | status | where | note: {row[:80]}"
-        assert cells[1].startswith(STATUSES), f"{page.name}: '{cells[0]}' has status '{cells[1][:40]}', not one of {STATUSES} (CONTRIBUTING.md, 'Coverage')"
+        assert cells[1].startswith(STATUSES), f"{page.name}: '{cells[0]}' has status '{cells[1][:40]}', not one of {STATUSES} (CONTRIBUTING.md, 'Coverage')"  # noqa: E501
