@@ -20,7 +20,7 @@ import torch
 
 from ._validate import check_int
 
-__all__ = ["Setup", "setup", "current", "generator", "randn", "rand", "randint", "to_device", "defaults"]
+__all__ = ["Setup", "setup", "current", "generator", "randn", "rand", "randint", "to_device", "defaults", "draws"]
 
 _DTYPES = {torch.float64, torch.float32}
 
@@ -40,6 +40,7 @@ class Setup:
 
 
 _current: Setup | None = None
+_override: tuple[torch.device, torch.dtype] | None = None
 
 
 def _resolve_device(device) -> torch.device:
@@ -121,9 +122,35 @@ def defaults() -> tuple[torch.device, torch.dtype]:
 
     Reading them changes no global state (no seed, thread count or default dtype is set here).
     """
+    if _override is not None:
+        return _override
     if _current is not None:
         return _current.device, _current.dtype
     return _resolve_device(None), torch.float64
+
+
+class draws:
+    """``with draws(device="cpu", dtype=torch.float64):`` the device and dtype of :func:`defaults` inside the block.
+
+    For code that must compute the same numbers whatever :func:`setup` a caller made (a job of
+    :mod:`clbook.experiments`): unlike :func:`setup` it changes no seed, thread count, default dtype or
+    deterministic-kernel flag, and the previous policy is back after the block.
+    """
+
+    def __init__(self, device="cpu", dtype: torch.dtype = torch.float64):
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype must be torch.float64 or torch.float32; got dtype = {dtype!r}.")
+        self.policy = (_resolve_device(device), dtype)
+
+    def __enter__(self):
+        global _override
+        self._previous, _override = _override, self.policy
+        return self
+
+    def __exit__(self, *exc):
+        global _override
+        _override = self._previous
+        return False
 
 
 def generator(seed: int) -> torch.Generator:

@@ -512,6 +512,10 @@ def jobs(experiment: str, *, quick: bool = False, seeds=None, betas=None, candid
     seeds = [1, 2, 3] if seeds is None else [check_int("seeds[k]", s, 1) for s in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct positive integers, at least one; got seeds = {seeds}.")
+    if experiment in ("bench", "digits") and (betas is not None or candidates is not None):
+        raise ValueError(f"betas, candidates (--betas, --candidates) apply to table1 and fig4 only; {experiment} has neither.")
+    if experiment == "bench" and seeds != [1, 2, 3]:
+        raise ValueError("seeds (--seeds) do not apply to bench (one timing run); leave them out.")
     if experiment == "bench":
         steps = 50 if quick else 200
         return [runner.Job("bench", dict(steps=steps))], dict(steps=steps)
@@ -541,7 +545,7 @@ _FUNCTIONS = {"table1": train_cell, "fig4": train_cell, "digits": digits_cell, "
 
 def run(experiment: str, *, quick: bool = False, seeds=None, betas=None, candidates=None, out=None, workers: int = 2,
         backend: str = "local", scheduler: str | None = None, fresh: bool = False, threads: int = 1,
-        progress: bool = True, command: str = "") -> dict:
+        progress: bool = True, command: str = "", discard_complete: bool = False) -> dict:
     """Run one experiment through :func:`clbook.experiments.runner.run_jobs` and return its result.
 
     Writes ``<out>/<name>.json`` (``name`` is the experiment, prefixed ``quick-`` in quick mode; ``out`` defaults to
@@ -560,7 +564,7 @@ def run(experiment: str, *, quick: bool = False, seeds=None, betas=None, candida
     return runner.run_jobs(_FUNCTIONS[experiment], todo, out=out, name=name, command=command or f"hierarchical {name}",
                            settings=settings, workers=workers if experiment != "bench" else 1, backend=backend,
                            scheduler=scheduler, resume=not fresh, progress=progress, threads=threads,
-                           experiment="hierarchical")
+                           experiment="hierarchical", discard_complete=discard_complete)
 
 
 def load(name: str, *, directory=None) -> dict:
@@ -650,23 +654,27 @@ def _positive_list(text: str) -> list[int]:
 
 def main(argv=None) -> int:
     """The command line (see the module docstring); returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m clbook.experiments.hierarchical", description=__doc__.split("\n")[0])
-    parser.add_argument("experiment", choices=EXPERIMENTS)
+    parser = runner.ArgumentParser(
+        prog="python -m clbook.experiments.hierarchical", description=__doc__.split("\n")[0],
+        epilog=f"experiments: {', '.join(EXPERIMENTS)} (--betas and --candidates apply to table1 and fig4; --seeds to all "
+               "but bench)\nexample:\n  python -m clbook.experiments.hierarchical table1 --quick --seeds 1,2 --out results/ --workers 2")
+    parser.add_argument("experiment", choices=EXPERIMENTS, help=f"one of {', '.join(EXPERIMENTS)}")
     parser.add_argument("--quick", action="store_true", help="a small version (seconds to minutes), written under a quick- name")
-    parser.add_argument("--seeds", type=_seed_list, default=None, help="seeds, e.g. 1,2,3 (default)")
-    parser.add_argument("--betas", type=_positive_list, default=None, help="β values (table1, fig4), default 1,2,5,10")
-    parser.add_argument("--candidates", type=_positive_list, default=None, help="P values (table1, fig4), default 1,3,5,10")
+    parser.add_argument("--seeds", type=_seed_list, default=None,
+                        help="comma-separated distinct positive seeds, e.g. 1,2 (default 1,2,3; not for bench)")
+    parser.add_argument("--betas", type=_positive_list, default=None, help="β values, table1 and fig4 only (default 1,2,5,10)")
+    parser.add_argument("--candidates", type=_positive_list, default=None,
+                        help="P values in 1..20, table1 and fig4 only (default 1,3,5,10)")
     parser.add_argument("--threads", type=runner.positive_int, default=1, help="torch threads per job (default 1)")
-    runner.add_arguments(parser)
+    runner.add_arguments(parser, discard_complete=True)
     args = parser.parse_args(argv)
     command = "python -m clbook.experiments.hierarchical " + " ".join(sys.argv[1:] if argv is None else argv)
     try:
         data = run(args.experiment, quick=args.quick, seeds=args.seeds, betas=args.betas, candidates=args.candidates,
                    out=args.out, workers=args.workers, backend=args.backend, scheduler=args.scheduler, fresh=args.fresh,
-                   threads=args.threads, command=command)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+                   threads=args.threads, command=command, discard_complete=args.discard_complete)
+    except (ValueError, TypeError, OSError) as exc:
+        parser.fail(exc)
     where = Path(args.out) if args.out is not None else results.user_dir("hierarchical")
     print(f"wrote {where / (data['name'] + '.json')} ({data['provenance']['seconds']} s, {len(data['jobs'])} jobs)")
     return 0

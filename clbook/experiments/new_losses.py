@@ -24,7 +24,6 @@ writes ``<out>/<name>.json`` (``--out``, default :func:`clbook.results.user_dir`
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import asdict, dataclass, field
@@ -239,7 +238,7 @@ def jobs(settings: Settings, *, seeds, methods=METHODS) -> list[runner.Job]:
 
 def run(*, quick: bool = False, seeds=None, methods=METHODS, name: str | None = None, out=None, workers: int = 1,
         threads: int = 1, backend: str = "local", scheduler: str | None = None, resume: bool = True, progress: bool = True,
-        command: str = "") -> dict:
+        command: str = "", discard_complete: bool = False) -> dict:
     """Run the comparison through :func:`clbook.experiments.runner.run_jobs`; returns the runner's result dict.
 
     Parameters
@@ -254,6 +253,8 @@ def run(*, quick: bool = False, seeds=None, methods=METHODS, name: str | None = 
         Folder of the result (default :func:`clbook.results.user_dir`).
     workers, threads, backend, scheduler, resume, progress
         As in :func:`clbook.experiments.runner.run_jobs` (``resume=False`` is ``--fresh``).
+    discard_complete : bool
+        As in :func:`clbook.experiments.runner.run_jobs` (``--discard-complete``).
     """
     default_seeds = QUICK_SEEDS if quick else DEFAULT_SEEDS
     seeds = list(default_seeds if seeds is None else seeds)
@@ -271,7 +272,7 @@ def run(*, quick: bool = False, seeds=None, methods=METHODS, name: str | None = 
     stored = stored_settings(settings)
     return runner.run_jobs(run_job, todo, out=out, name=name, command=command, settings=stored, workers=workers,
                            threads=threads, backend=backend, scheduler=scheduler, resume=resume, progress=progress,
-                           experiment="new_losses")
+                           experiment="new_losses", discard_complete=discard_complete)
 
 
 def stored_settings(settings: Settings) -> dict:
@@ -333,15 +334,18 @@ def summary(rows: list[dict], *, value: str = "linear") -> dict:
 # ------------------------------------------------------------------------------------------------ command line
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m clbook.experiments.new_losses", description=__doc__.split("\n")[0])
+    parser = runner.ArgumentParser(
+        prog="python -m clbook.experiments.new_losses", description=__doc__.split("\n")[0],
+        epilog=f"methods: {', '.join(METHODS)}\nexample:\n  python -m clbook.experiments.new_losses --quick --out results/\n"
+               "  python -m clbook.experiments.new_losses --seeds 0 --methods 'quadratic,InfoNCE ε=0' --name subset --out results/")
     parser.add_argument("--quick", action="store_true", help="a small version (4 epochs, seed 0), written as quick.json")
     parser.add_argument("--seeds", type=runner.int_list, default=None,
                         help="comma-separated seeds, e.g. 0,1,2 (default 0,1,2; quick: 0); a subset needs --name")
     parser.add_argument("--methods", type=runner.choice_list(METHODS), default=None,
-                        help="comma-separated methods (default all); a subset needs --name")
+                        help="comma-separated methods (default all, listed below); a subset needs --name")
     parser.add_argument("--name", default=None, help="file name of the result (default full, or quick)")
     parser.add_argument("--threads", type=runner.positive_int, default=1, help="torch threads per job (default 1)")
-    runner.add_arguments(parser, workers=1)
+    runner.add_arguments(parser, workers=1, discard_complete=True)
     args = parser.parse_args(argv)
     if args.seeds is not None and len(set(args.seeds)) < len(args.seeds):
         parser.error(f"--seeds may not repeat a seed; got {args.seeds}")
@@ -353,9 +357,9 @@ def main(argv=None) -> int:
     try:
         data = run(quick=args.quick, seeds=args.seeds, methods=args.methods or METHODS, name=args.name, out=args.out,
                    workers=args.workers, threads=args.threads, backend=args.backend, scheduler=args.scheduler, resume=not args.fresh,
-                   command=command.strip())
-    except ValueError as exc:
-        parser.error(str(exc))
+                   command=command.strip(), discard_complete=args.discard_complete)
+    except (ValueError, TypeError, OSError) as exc:
+        parser.fail(exc)
     out = args.out if args.out is not None else results.user_dir("new_losses")
     print(f"wrote {Path(out) / data['name']}.json ({data['provenance']['seconds']} s)")
     return 0

@@ -39,7 +39,8 @@ from typing import Callable
 from .. import results
 from .._validate import check_choice, check_int
 
-__all__ = ["Job", "run_jobs", "add_arguments", "int_list", "float_list", "choice_list", "positive_int", "BACKENDS"]
+__all__ = ["Job", "run_jobs", "add_arguments", "int_list", "float_list", "choice_list", "positive_int", "BACKENDS",
+           "ArgumentParser", "SCHEDULER_TIMEOUT"]
 
 BACKENDS = ("local", "dask")
 
@@ -66,15 +67,24 @@ class Job:
 
 
 def _call(function: Callable, key: str, params: dict, threads: int):
-    """Run one job in a worker with ``threads`` torch/BLAS threads; return (key, result, seconds)."""
+    """Run one job with ``threads`` torch/BLAS threads (restored afterwards); return (key, result, seconds, provenance).
+
+    The provenance is that of the process that ran the job (:func:`clbook.results.job_provenance`): a worker of
+    another machine or another checkout records its own code, machine and library versions.
+    """
     import torch
     from threadpoolctl import threadpool_limits
 
+    previous = torch.get_num_threads()
     torch.set_num_threads(threads)
-    start = time.perf_counter()
-    with threadpool_limits(limits=threads):
-        result = function(**params)
-    return key, result, time.perf_counter() - start
+    try:
+        start = time.perf_counter()
+        with threadpool_limits(limits=threads):
+            result = function(**params)
+        seconds = time.perf_counter() - start
+    finally:
+        torch.set_num_threads(previous)
+    return key, result, seconds, results.job_provenance()
 
 
 def _check_function(function, backend: str, workers: int):
@@ -99,25 +109,95 @@ def _check_jobs(jobs) -> list[Job]:
     return jobs
 
 
-def _previous(out: Path, name: str, settings: dict, jobs: list[Job]) -> dict:
-    """Finished jobs of an earlier run with the same settings (from the partial file, else the complete one)."""
+def _previous(out: Path, name: str, settings: dict, jobs: list[Job], *, resume: bool, discard_complete: bool) -> tuple[dict, dict | None]:
+    """Finished jobs of an earlier run with the same settings (from the partial file, else the complete one).
+
+    Returns ``(jobs, source)``: the reusable jobs, each with its own provenance (a job written by older code without
+    one gets the file-level provenance of the file it came from, marked ``inherited``), and the file they came from.
+    Refuses, before anything is computed, to let this run replace a complete result that holds jobs this run
+    does not have (``--fresh`` included), or one computed with other settings, unless ``discard_complete``.
+    """
     wanted = {job.key: job.params for job in jobs}
-    for path in (out / f"{name}.partial.json", out / f"{name}.json"):
+    final = out / f"{name}.json"
+    if final.is_file() and not discard_complete:
+        old = results.read_json(final)
+        if old.get("complete", False):
+            lost = sorted(set(old.get("jobs", {})) - set(wanted))
+            if lost:
+                raise ValueError(f"{final} is a complete result of {len(old.get('jobs', {}))} jobs; this run has {len(wanted)} "
+                                 f"and would replace it without {len(lost)} of them ({', '.join(lost[:3])}"
+                                 f"{', ...' if len(lost) > 3 else ''}). Choose another --out (or name), or pass "
+                                 "--discard-complete (discard_complete=True) to replace it.")
+            if old.get("settings") != settings:
+                raise ValueError(f"{final} is a complete result computed with other settings; choose another --out (or name) "
+                                 "to keep it, or pass --discard-complete (discard_complete=True) to replace it.")
+    if not resume:
+        return {}, None
+    for path in (out / f"{name}.partial.json", final):
         if not path.is_file():
             continue
         old = results.read_json(path)
         if old.get("settings") != settings:
-            raise ValueError(f"{path} was computed with other settings; rerun with --fresh (resume=False) to start over, "
-                             "or choose another --out.")
-        return {k: v for k, v in old.get("jobs", {}).items() if k in wanted and v.get("params") == wanted[k]}
-    return {}
+            raise ValueError(f"{path} was computed with other settings; choose another --out (or name), or start over with "
+                             "--fresh (resume=False).")
+        inherited = {k: old.get("provenance", {}).get(k) for k in ("code", "machine")}
+        done = {}
+        for k, v in old.get("jobs", {}).items():
+            if k in wanted and v.get("params") == wanted[k]:
+                done[k] = v if "provenance" in v else v | {"provenance": inherited | {"inherited": f"from the file {path.name}"}}
+        return done, old
+    return {}, None
 
 
-def _earlier_wall(out: Path, name: str) -> float:
-    path = out / f"{name}.partial.json"
-    if path.is_file():
-        return float(results.read_json(path).get("provenance", {}).get("seconds", 0.0))
+def _earlier_wall(source: dict | None) -> float:
+    if source is not None and not source.get("complete", False):
+        return float(source.get("provenance", {}).get("seconds", 0.0))
     return 0.0
+
+
+def _check_out(out) -> Path:
+    """``out`` as a folder that exists (created) and can be written, or a ValueError naming --out."""
+    import os
+    import tempfile
+
+    out = Path(out).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is an existing file, not a folder; choose a folder.")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"--out {out} cannot be created ({exc.strerror or exc}); choose a folder you can write.") from None
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".clbook-write-test.", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ValueError(f"--out {out} is not writable ({exc.strerror or exc}); choose a folder you can write.") from None
+    return out
+
+
+SCHEDULER_TIMEOUT = 5.0
+"""Seconds :func:`run_jobs` waits for a Dask scheduler to answer before it refuses to start (nothing is computed)."""
+
+
+def _check_scheduler(scheduler: str, timeout: float = SCHEDULER_TIMEOUT) -> None:
+    """A ValueError naming --scheduler unless a TCP connection to its address opens within ``timeout`` seconds."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(scheduler if "://" in scheduler else f"tcp://{scheduler}")
+    try:
+        host, port = parts.hostname, parts.port or 8786
+    except ValueError:
+        host = port = None
+    if not host:
+        raise ValueError(f"--scheduler must be an address such as tcp://host:8786; got {scheduler!r}.")
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise ValueError(f"--scheduler {scheduler}: no Dask scheduler answered at {host}:{port} within {timeout:g} s "
+                         f"({exc.strerror or exc}); start it, or check the address.") from None
 
 
 def _executor(backend: str, scheduler: str | None, workers: int):
@@ -142,7 +222,7 @@ def _executor(backend: str, scheduler: str | None, workers: int):
             raise ImportError("backend='dask' needs dask.distributed: pip install 'dask[distributed]'.") from exc
         with contextlib.ExitStack() as stack:
             if scheduler:
-                client = stack.enter_context(Client(scheduler))
+                client = stack.enter_context(Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT:g}s"))
             else:
                 cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                                            dashboard_address=None))
@@ -161,7 +241,7 @@ def _executor(backend: str, scheduler: str | None, workers: int):
 
 def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings: dict | None = None, workers: int = 2,
              backend: str = "local", scheduler: str | None = None, resume: bool = True, progress: bool = True,
-             threads: int = 1, experiment: str | None = None) -> dict:
+             threads: int = 1, experiment: str | None = None, discard_complete: bool = False) -> dict:
     """Run ``function(**job.params)`` for every job and store the results; return the result dict.
 
     Parameters
@@ -188,6 +268,16 @@ def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings
         Skip the jobs an earlier run with the same settings finished.
     threads : int
         torch/BLAS threads inside each job.
+    discard_complete : bool
+        Allow this run to replace a complete ``<name>.json`` that holds jobs it does not have, or that was computed
+        with other settings (``--discard-complete``); without it that is a ValueError, ``resume=False`` included.
+
+    Before the first job, ``out`` must be a folder that exists or can be created and is writable, and a
+    ``scheduler`` must answer within :data:`SCHEDULER_TIMEOUT` seconds; otherwise a ValueError says which. A run
+    that has nothing to compute (every job is in the complete result) writes nothing: the file keeps its bytes.
+    Each job records ``provenance`` (code version, machine, library versions of the process that ran it); jobs
+    resumed from a file written without it inherit that file's provenance. Files are written with mode 0644
+    (less the umask).
     """
     check_choice("backend", backend, BACKENDS)
     if scheduler is not None:
@@ -205,21 +295,27 @@ def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings
         json.dumps(settings)
     except TypeError as exc:
         raise TypeError(f"settings must be JSON-serialisable; {exc}.") from exc
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    done = _previous(out, name, settings, jobs) if resume else {}
+    out = _check_out(out)
+    if scheduler is not None:
+        _check_scheduler(scheduler)
+    done, source = _previous(out, name, settings, jobs, resume=resume, discard_complete=bool(discard_complete))
     todo = sorted((job for job in jobs if job.key not in done), key=lambda job: -job.cost)
+    partial, final = out / f"{name}.partial.json", out / f"{name}.json"
+    if not todo and source is not None and source.get("complete", False) and set(source.get("jobs", {})) == {j.key for j in jobs}:
+        return source  # nothing to compute: the complete result stays as it is, byte for byte
     start = time.perf_counter()
-    earlier_wall = _earlier_wall(out, name) if done else 0.0
+    earlier_wall = _earlier_wall(source) if done else 0.0
     prov = results.provenance(command, 0.0, backend=backend if scheduler is None else f"dask at {scheduler}", workers=workers,
                               threads_per_job=threads, resumed_jobs=len(done))
     data = dict(experiment=experiment or name, name=name, complete=False, settings=settings, jobs=dict(done), provenance=prov)
-    partial, final = out / f"{name}.partial.json", out / f"{name}.json"
 
     def write(path: Path) -> None:
         ordered = {job.key: data["jobs"][job.key] for job in jobs if job.key in data["jobs"]}
+        codes = sorted({str(v.get("provenance", {}).get("code")) for v in ordered.values() if v.get("provenance")})
+        extra = dict(job_codes=codes) if len(codes) > 1 else {}
         data.update(jobs=ordered, provenance=prov | dict(seconds=round(earlier_wall + time.perf_counter() - start, 1),
-                                                          job_seconds=round(sum(v.get("seconds") or 0.0 for v in ordered.values()), 1)))
+                                                          job_seconds=round(sum(v.get("seconds") or 0.0 for v in ordered.values()), 1))
+                    | extra)
         results.write_json(path, data)
 
     if todo:
@@ -229,8 +325,8 @@ def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings
         params = {job.key: job.params for job in todo}
         with _executor(backend, scheduler, workers) as execute, tqdm(total=len(jobs), initial=len(done), disable=not progress,
                                                                       desc=name, unit="job") as bar:
-            for key, result, seconds in execute(calls):
-                data["jobs"][key] = dict(params=params[key], result=result, seconds=round(seconds, 2))
+            for key, result, seconds, job_prov in execute(calls):
+                data["jobs"][key] = dict(params=params[key], result=result, seconds=round(seconds, 2), provenance=job_prov)
                 write(partial)
                 bar.update(1)
     data["complete"] = True
@@ -294,14 +390,39 @@ def choice_list(choices) -> Callable[[str], list[str]]:
     return parse
 
 
-def add_arguments(parser: argparse.ArgumentParser, *, workers: int = 2) -> argparse.ArgumentParser:
-    """The options every experiment's command line shares: ``--out --workers --backend --scheduler --fresh``."""
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the experiments' conventions: an error is one line on stderr (``prog: error: ...``) and exit
+    status 2; ``--help`` keeps the epilog's line breaks (the valid names and an example)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())}\n")
+
+    def fail(self, exc: BaseException):
+        """Exit 2 with the one line of a ValueError/TypeError/OSError raised before or while running."""
+        self.error(str(exc))
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, workers: int = 2, discard_complete: bool = False) -> argparse.ArgumentParser:
+    """The options every experiment's command line shares: ``--out --workers --backend --scheduler --fresh``.
+
+    With ``discard_complete=True`` also ``--discard-complete`` (pass ``args.discard_complete`` on to
+    :func:`run_jobs`; a command line that does not must not offer it).
+    """
     parser.add_argument("--out", type=Path, default=None,
                         help="folder for the result files (default: clbook.results.user_dir(), your user data folder)")
     parser.add_argument("--workers", type=positive_int, default=workers, help=f"parallel processes (default {workers})")
     parser.add_argument("--backend", choices=BACKENDS, default="local",
                         help="local processes (joblib/loky) or a Dask cluster (default local)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                        help="address of a running Dask scheduler, e.g. tcp://host:8786 (implies --backend dask)")
-    parser.add_argument("--fresh", action="store_true", help="ignore an earlier partial result and start over")
+                        help="address of a running Dask scheduler, e.g. tcp://host:8786 (implies --backend dask; it must "
+                             f"answer within {SCHEDULER_TIMEOUT:g} s)")
+    parser.add_argument("--fresh", action="store_true", help="ignore an earlier partial result and start over (refused "
+                        "where a complete result holds jobs this run does not have)")
+    if discard_complete:
+        parser.add_argument("--discard-complete", action="store_true",
+                            help="allow this run to replace a complete result that has other jobs or other settings")
     return parser

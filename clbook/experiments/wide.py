@@ -15,7 +15,6 @@ width. Used in Chapter 12.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 import torch
@@ -38,21 +37,27 @@ def fig2_job(*, seed: int, h: int, activations: list, steps: int, every: int, et
     """One (seed, width): ``{"record", "gaps": {activation: [...]}, "losses": {"linear" and each activation: [...]}}``.
 
     The data are the half moons of :func:`clbook.data.views.moons_views` (seed 0) times ``scale``; the weights are
-    drawn with ``clbook.generator(1000 * seed + h)``. Runs in float64 on the CPU (numbers rounded to 10 digits).
+    drawn with ``clbook.generator(1000 * seed + h)``. Runs in float64 on the CPU (numbers rounded to 10 digits),
+    inside :class:`clbook.config.draws` and with float64 as torch's default dtype for the job only: no global state
+    changes (seeds, default dtype, threads, deterministic flags are as before afterwards).
     """
     from ..data.views import moons_views
     from ..dynamics.wide import gap, train_nets
 
-    config.setup(seed=0, device="cpu", threads=torch.get_num_threads())
-    x, xp, xn = (scale * v for v in moons_views(n, noise=moon_noise, variance=variance, seed=0))
-    r = train_nets(x, xp, xn, h=h, z=z, activations=activations, eta=eta, steps=steps, every=every,
-                   generator=config.generator(1000 * seed + h))
-
     def rounded(values):
         return [round(float(v), 10) for v in values]
 
-    return {"record": r["record"].tolist(), "gaps": {a: rounded(gap(r[a][0], r["linear"][0])) for a in activations},
-            "losses": {a: rounded(r[a][1]) for a in ["linear", *activations]}}
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)  # for the whole job, whatever the caller's setup; restored below
+    try:
+        with config.draws(device="cpu", dtype=torch.float64):
+            x, xp, xn = (scale * v for v in moons_views(n, noise=moon_noise, variance=variance, seed=0))
+            r = train_nets(x, xp, xn, h=h, z=z, activations=activations, eta=eta, steps=steps, every=every,
+                           generator=config.generator(1000 * seed + h))
+            return {"record": r["record"].tolist(), "gaps": {a: rounded(gap(r[a][0], r["linear"][0])) for a in activations},
+                    "losses": {a: rounded(r[a][1]) for a in ["linear", *activations]}}
+    finally:
+        torch.set_default_dtype(previous)
 
 
 def _key(seed: int, h: int) -> str:
@@ -72,7 +77,8 @@ def jobs(params: dict) -> list[runner.Job]:
 
 
 def run(params: dict | None = None, *, quick: bool = False, out=None, workers: int = 2, backend: str = "local",
-        scheduler: str | None = None, fresh: bool = False, progress: bool = True, command: str | None = None) -> dict:
+        scheduler: str | None = None, fresh: bool = False, progress: bool = True, command: str | None = None,
+        discard_complete: bool = False) -> dict:
     """Run the sweep through :func:`clbook.experiments.runner.run_jobs`; returns the result (runner format).
 
     ``params`` override :data:`DEFAULTS` (or :data:`QUICK`); the result goes to ``<out>/fig2.json``
@@ -84,7 +90,7 @@ def run(params: dict | None = None, *, quick: bool = False, out=None, workers: i
     return runner.run_jobs(fig2_job, todo, out=out if out is not None else results.user_dir("wide"),
                            name="quick-fig2" if quick else "fig2", command=command or "python -m clbook.experiments.wide",
                            settings=settings, workers=workers, backend=backend, scheduler=scheduler, resume=not fresh,
-                           progress=progress, experiment="wide")
+                           progress=progress, experiment="wide", discard_complete=discard_complete)
 
 
 def load(name: str = "fig2", *, directory=None) -> dict:
@@ -106,15 +112,18 @@ def gaps(data: dict) -> tuple[list[int], dict]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m clbook.experiments.wide", description=__doc__.split("\n")[0])
+    parser = runner.ArgumentParser(
+        prog="python -m clbook.experiments.wide", description=__doc__.split("\n")[0],
+        epilog=f"activations: {', '.join(ACTIVATIONS)}\nexample:\n  python -m clbook.experiments.wide --quick --out results/ "
+               "--workers 2\n  python -m clbook.experiments.wide --widths 10,100 --seeds 0,1 --activations tanh,relu --out results/")
     parser.add_argument("--quick", action="store_true", help="widths 10,30, seed 0, 50 steps; written as quick-fig2.json")
     parser.add_argument("--widths", type=runner.int_list, default=None, help="comma-separated hidden widths >= 2 "
                         "(default 10,30,100,300,1000)")
     parser.add_argument("--seeds", type=runner.int_list, default=None, help="comma-separated seeds (default 0,1,2)")
     parser.add_argument("--activations", type=runner.choice_list(ACTIVATIONS), default=None,
-                        help="comma-separated activations (default tanh,relu,sigmoid)")
+                        help=f"comma-separated activations among {', '.join(ACTIVATIONS)} (default tanh,relu,sigmoid)")
     parser.add_argument("--steps", type=runner.positive_int, default=None, help="training steps (default 500; 50 with --quick)")
-    runner.add_arguments(parser)
+    runner.add_arguments(parser, discard_complete=True)
     args = parser.parse_args(argv)
     params = {k: v for k, v in (("widths", args.widths), ("seeds", args.seeds), ("activations", args.activations),
                                 ("steps", args.steps)) if v is not None}
@@ -122,9 +131,9 @@ def main(argv=None) -> int:
     try:
         jobs(dict(QUICK if args.quick else DEFAULTS) | params)  # every argument is checked before anything is written
         data = run(params, quick=args.quick, out=args.out, workers=args.workers, backend=args.backend,
-                   scheduler=args.scheduler, fresh=args.fresh, command=command)
-    except (ValueError, TypeError) as exc:
-        parser.error(str(exc))
+                   scheduler=args.scheduler, fresh=args.fresh, command=command, discard_complete=args.discard_complete)
+    except (ValueError, TypeError, OSError) as exc:
+        parser.fail(exc)
     record, table = gaps(data)
     print(f"{len(data['jobs'])} jobs in {data['provenance']['seconds']} s; final mean gap by width:")
     for a, by_h in table.items():

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from .._validate import check_choice
 
-__all__ = ["EXPERIMENTS", "load", "exists", "names", "user_dir", "write_json", "read_json", "provenance", "code_version", "machine"]
+__all__ = ["EXPERIMENTS", "load", "exists", "names", "user_dir", "write_json", "read_json", "provenance", "code_version", "machine",
+           "job_provenance", "library_versions"]
 
 EXPERIMENTS = ("hierarchical", "landscape", "new_losses", "wide")
 _PACKAGE = Path(__file__).resolve().parent
@@ -105,13 +106,14 @@ def user_dir(experiment: str | None = None) -> Path:
 def write_json(path: str | os.PathLike, data: dict) -> Path:
     """Write ``data`` as JSON atomically: a temporary file in the same folder, then :func:`os.replace`.
 
-    A reader (or an interrupted run) never sees a half-written file.
+    A reader (or an interrupted run) never sees a half-written file. The mode is 0666 less the umask (0644 usually).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(data, indent=1, ensure_ascii=False)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # a result file is readable like any other (mkstemp makes it 0600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text + "\n")
             handle.flush()
@@ -121,6 +123,12 @@ def write_json(path: str | os.PathLike, data: dict) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def code_version() -> str:
@@ -161,6 +169,36 @@ def machine(device: str | None = None) -> str:
     dev = device or ("cuda: " + torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu")
     return (f"{_cpu_model()}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}, "
             f"python {platform.python_version()}, torch {torch.__version__} (CPU capability {capability}), device {dev}")
+
+
+_JOB_PROVENANCE: dict | None = None
+
+
+def library_versions() -> dict:
+    """Versions of python and of the libraries a job's numbers depend on (those installed; others are left out)."""
+    from importlib import metadata
+
+    from .. import __version__
+
+    found = {"python": platform.python_version(), "clbook": __version__}
+    for name in ("torch", "numpy", "scipy", "scikit-learn", "joblib", "dask", "distributed"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return found
+
+
+def job_provenance() -> dict:
+    """What one job records about the process that ran it: code version, machine and library versions.
+
+    ``{"code": code_version(), "machine": machine(), "libraries": library_versions()}``, computed once per process
+    (a worker of a Dask cluster records its own).
+    """
+    global _JOB_PROVENANCE
+    if _JOB_PROVENANCE is None:
+        _JOB_PROVENANCE = dict(code=code_version(), machine=machine(), libraries=library_versions())
+    return dict(_JOB_PROVENANCE)
 
 
 def provenance(command: str, seconds: float, **extra) -> dict:

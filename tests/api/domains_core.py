@@ -57,6 +57,9 @@ DOMAINS = {
                                                                "shape": st.integers(0, 6), "generator": generators()}),
                                   expect=lambda out, kw: bool(((out >= kw["low"]) & (out < kw["high"])).all()),
                                   invalid=(Bad({"low": 3, "high": 3, "shape": 2, **_g}, "low"), Bad({"low": 0, "high": 2.0, "shape": 2, **_g}, "high"))),
+    "clbook.config.draws": Spec(valid=st.fixed_dictionaries({"device": st.just("cpu"), "dtype": st.sampled_from([torch.float64, torch.float32])}),
+                                expect=lambda out, kw: isinstance(out, clbook.config.draws),
+                                invalid=(Bad({"dtype": torch.int32}, "dtype"), Bad({"device": "gpu:x"}, "device"))),
     "clbook.config.to_device": Spec(valid=st.fixed_dictionaries({"x": tensors(3)}), expect=shape(3),
                                     invalid=(Bad({"x": torch.zeros(2), "device": "nope"}, "device"), Bad({"x": "abc"}, "x"),
                                              Bad({"x": [[1.0], [1.0, 2.0]]}, "x"), Bad({"x": [1j]}, "x"),
@@ -168,6 +171,8 @@ DOMAINS = {
                                     expect=lambda out, kw: "site-packages" not in str(out), invalid=(Bad({"experiment": "x"}, "experiment"),)),
     "clbook.results.write_json": Spec(exempt="writes a file; tests/unit/test_results.py checks it is atomic and leaves no temporary file"),
     "clbook.results.read_json": Spec(exempt="reads a file; tests/unit/test_results.py checks its errors on a missing or invalid file"),
+    "clbook.results.job_provenance": Spec(valid=fixed(), expect=lambda out, kw: set(out) == {"code", "machine", "libraries"}),
+    "clbook.results.library_versions": Spec(valid=fixed(), expect=lambda out, kw: {"python", "clbook", "torch"} <= set(out)),
     "clbook.results.provenance": Spec(valid=fixed(command="c", seconds=1.0), expect=lambda out, kw: set(out) >= {"code", "machine"},
                                       invalid=(Bad({"command": "c", "seconds": "x"}, "x", (ValueError, TypeError)),)),
     "clbook.results.code_version": Spec(valid=fixed(), expect=_is_str),
@@ -207,6 +212,8 @@ DOMAINS = {
                                                                        "params": st.dictionaries(st.text(max_size=3), st.integers())}),
                                           invalid=(Bad({"key": ""}, "key"), Bad({"key": "a", "params": []}, "params"),
                                                    Bad({"key": "a", "cost": -1}, "cost"))),
+    "clbook.experiments.runner.ArgumentParser": Spec(exempt="an argparse parser class; tests/unit/test_failure_is_loud.py runs the "
+                                                            "command lines built on it with bad arguments"),
     "clbook.experiments.runner.run_jobs": Spec(exempt="runs processes and writes files; tests/unit/test_runner.py covers resume, "
                                                       "atomicity, bad arguments and the Dask backend"),
     "clbook.experiments.runner.add_arguments": Spec(exempt="builds an argparse parser; tests/unit/test_runner.py parses good and bad "
