@@ -10,7 +10,7 @@ STAMP := $(VENV)/.clbook-installed
 CHAPTERS = $(shell test -x $(BIN)/python && $(BIN)/python tools/nbtools.py list)
 NBVAL = $(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg -q
 
-.PHONY: book bench test lint unit notebooks structure assignments-test assignments browser chromium outputs sync lab serve clean help dist colab binder floor colab-exact stability
+.PHONY: book bench test lint unit notebooks structure assignments-test assignments browser chromium outputs sync lab serve clean help dist colab binder floor colab-exact stability frames
 
 help:
 	@echo "make book     build the HTML book into _build/html (sets up .venv first)"
@@ -23,7 +23,8 @@ help:
 	@echo "make stability  list the printed numbers that differ between machine configurations"
 	@echo "make assignments  build the graded assignments (student notebooks, autograders) into _build/assignments"
 	@echo "make bench    time the batched experiments against the authors' code (reports in clbook/results/)"
-	@echo "make outputs  re-execute every chapter on the CPU and store outputs and widget state"
+	@echo "make outputs  re-execute every chapter on the CPU and store outputs and widget state, then make frames"
+	@echo "make frames   precompute every panel's figures for the HTML book (panels that move without a kernel)"
 	@echo "make lab      open JupyterLab in the virtual environment"
 	@echo "make serve    serve _build/html on http://127.0.0.1:8000"
 	@echo "make browser  build the book and open every page in headless Chromium (screenshots in _build/screenshots)"
@@ -121,9 +122,15 @@ browser: $(STAMP) chromium book
 bench: $(STAMP)
 	$(BIN)/python -m clbook.experiments.hierarchical bench --fresh --out clbook/results/hierarchical
 	$(BIN)/python -m clbook.experiments.landscape bench --out clbook/results/landscape
+	CLBOOK_THREADS=1 $(BIN)/python tools/panel_bench.py --out tools/reports/panel-latency.json
 
 outputs: $(STAMP)
 	CLBOOK_DEVICE=cpu CLBOOK_THREADS=1 $(BIN)/python tools/nbtools.py outputs
+	$(MAKE) --no-print-directory frames
+
+# Every chapter panel's figures over a grid of its controls, for the HTML book's kernel-less panels (tools/frames.py).
+frames: $(STAMP)
+	CLBOOK_DEVICE=cpu CLBOOK_THREADS=1 $(BIN)/python tools/frames.py
 
 sync: $(STAMP)
 	$(BIN)/python tools/nbtools.py sync

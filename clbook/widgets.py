@@ -21,7 +21,8 @@ import ipywidgets as w
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-__all__ = ["PanelSpec", "panel", "static", "extremes", "slider", "log_slider", "int_slider", "dropdown", "toggle"]
+__all__ = ["PanelSpec", "panel", "static", "extremes", "frame_grid", "slider", "log_slider", "int_slider", "dropdown",
+           "toggle"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,58 @@ def extremes(controls: dict) -> list[dict]:
             raise TypeError(f"controls[{name!r}]: no test ends for {type(c).__name__}.")
         out += [base | {name: v} for v in ends if v != base[name]]
     return out
+
+
+def _grid_values(c, points: int) -> tuple[list, list[str]]:
+    """The values of one control in the frame grid and their labels: ``points`` across a slider's range (snapped to
+    its step, the initial value included), every option of a dropdown, both states of a checkbox."""
+    import numpy as np
+
+    if isinstance(c, w.FloatLogSlider):
+        exps = {round(c.min + round((e - c.min) / c.step) * c.step, 10) for e in np.linspace(c.min, c.max, points)}
+        values = sorted({float(c.base ** e) for e in exps} | {float(c.value)})
+        return values, [f"{v:.3g}" for v in values]
+    if isinstance(c, w.IntSlider):
+        values = sorted({int(round(v)) for v in np.linspace(c.min, c.max, points)} | {int(c.value)})
+        return values, [str(v) for v in values]
+    if isinstance(c, w.FloatSlider):
+        raw = np.linspace(c.min, c.max, points).tolist() + [c.value]
+        values = sorted({round(c.min + round((v - c.min) / c.step) * c.step, 12) for v in raw})
+        values = [min(max(v, c.min), c.max) for v in values]
+        return values, [f"{v:.3g}" for v in values]
+    if isinstance(c, w.Dropdown):
+        pairs = [(str(o[0]), o[1]) if isinstance(o, tuple) else (str(o), o) for o in c.options]
+        return [v for _, v in pairs], [label for label, _ in pairs]
+    if isinstance(c, w.Checkbox):
+        return [False, True], ["off", "on"]
+    raise TypeError(f"no frame grid for a {type(c).__name__}.")
+
+
+def frame_grid(controls: dict, *, points: int = 5) -> dict:
+    """The frames that let a panel move without a kernel: its figure at the controls' initial values, and at
+    ``points`` values of each control (every option of a dropdown) with the others at their initial values.
+
+    Returns ``{"controls": [{"name", "label", "labels", "default"}], "frames": {key: values}}`` where ``key`` is
+    ``""`` for the initial frame and ``"<name>=<index>"`` for a control moved to ``labels[index]``; ``values`` are
+    the figure function's keyword arguments. ``tools/frames.py`` renders them for the HTML book.
+    """
+    if not isinstance(controls, dict) or not controls or not all(isinstance(c, w.ValueWidget) for c in controls.values()):
+        raise TypeError(f"controls must be a non-empty dict of name -> ipywidgets control; got controls = {controls!r}.")
+    if isinstance(points, bool) or not isinstance(points, int) or not 2 <= points <= 25:
+        raise ValueError(f"points must be an integer in [2, 25]; got points = {points!r}.")
+    base = {name: c.value for name, c in controls.items()}
+    described, frames = [], {"": dict(base)}
+    for name, c in controls.items():
+        values, labels = _grid_values(c, points)
+        default = min(range(len(values)), key=lambda k: 0 if values[k] == base[name] else
+                      abs(values[k] - base[name]) if isinstance(base[name], (int, float)) and not isinstance(base[name], bool)
+                      else 1)
+        values[default] = base[name]
+        described.append(dict(name=name, label=(c.description or name).strip(), labels=labels, default=default))
+        for k, v in enumerate(values):
+            if k != default:
+                frames[f"{name}={k}"] = base | {name: v}
+    return {"controls": described, "frames": frames}
 
 
 def slider(description: str, value: float, low: float, high: float, step: float) -> w.FloatSlider:

@@ -125,3 +125,61 @@ def teardown_module(module):
         report = {"pages": len(_summary), "median_ms": statistics.median(times), "pages_detail": _summary}
         (ROOT / "_build" / "browser-report.json").write_text(json.dumps(report, indent=1))
         print(f"\n{len(_summary)} pages, median load {statistics.median(times):.0f} ms; screenshots in {SHOTS.relative_to(ROOT)}")
+
+
+FRAMES = ROOT / "book" / "_static" / "frames"
+CHAPTER_PAGES = {p.parent.name + "/" + p.stem: p for p in (ROOT / "book").glob("part*/*.ipynb")}
+
+MOVE = """async ([name, index]) => {
+  const player = document.querySelector('.clbook-player');
+  const input = player.querySelector(`[data-control="${name}"]`);
+  input.value = String(index);
+  player.removeAttribute('data-last-ms');
+  input.dispatchEvent(new Event('input'));
+  const img = player.querySelector('img.clbook-player-frame');
+  for (let k = 0; k < 200 && !player.hasAttribute('data-last-ms'); k++) await new Promise(r => setTimeout(r, 5));
+  return {src: img.getAttribute('src'), ok: img.complete && img.naturalWidth > 0,
+          ms: Number(player.getAttribute('data-last-ms')), key: player.getAttribute('data-key')};
+}"""
+
+
+@pytest.mark.parametrize("chapter", sorted(CHAPTER_PAGES))
+def test_panel_moves_without_a_kernel(chapter, server, browser):
+    """Every control of the chapter's panel, moved to every stored value in the built HTML (no kernel): the frame
+    shown is the stored frame of that value, and it shows within 100 ms of the move."""
+    manifest = json.loads((FRAMES / chapter.split("/")[1] / "manifest.json").read_text())
+    page = f"book/{chapter}.html"
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(server) else r.abort())
+    tab = context.new_page()
+    tab.goto(f"{server}/{page}", wait_until="load")
+    assert tab.locator(".clbook-player").count() == 1, f"{page}: no frame player over the panel"
+    slowest = 0.0
+    for control in manifest["controls"]:
+        for index in range(len(control["labels"])):
+            got = tab.evaluate(MOVE, [control["name"], index])
+            key = "" if index == control["default"] else f"{control['name']}={index}"
+            assert got["src"].endswith("/" + manifest["frames"][key]) and got["ok"], \
+                f"{page}: {control['name']} = {control['labels'][index]} shows {got['src']}, not {manifest['frames'][key]}"
+            slowest = max(slowest, got["ms"])
+    tab.screenshot(path=str(SHOTS / f"player__{chapter.replace('/', '__')}.png"), full_page=False)
+    context.close()
+    print(f"{page}: {len(manifest['frames'])} frames, every control moved, slowest frame {slowest:.0f} ms")
+    assert slowest < 100, f"{page}: a frame took {slowest:.0f} ms to show (budget 100 ms)"
+
+
+SCROLL = """() => [...document.querySelectorAll('div.cell_input pre, div.highlight pre')]
+  .filter(pre => pre.offsetParent !== null && pre.scrollWidth > pre.clientWidth + 1)
+  .map(pre => pre.textContent.split('\\n').reduce((a, b) => a.length >= b.length ? a : b, '').slice(0, 100))"""
+
+
+@pytest.mark.parametrize("chapter", sorted(CHAPTER_PAGES))
+def test_no_code_cell_scrolls_sideways(chapter, server, browser):
+    """At the default width, no visible code cell of a chapter is wider than the book's column."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(server) else r.abort())
+    tab = context.new_page()
+    tab.goto(f"{server}/book/{chapter}.html", wait_until="load")
+    wide = tab.evaluate(SCROLL)
+    context.close()
+    assert not wide, f"book/{chapter}.html: {len(wide)} code cells scroll sideways, e.g. the line {wide[0]!r}"
