@@ -232,3 +232,173 @@ def test_linear_flow_that_overflows_names_times():
         ssl.linear_flow(torch.ones(2, 2, dtype=F64), C, torch.tensor([0.0, 400.0], dtype=F64))
     out = ssl.linear_flow(torch.ones(2, 2, dtype=F64), C, torch.tensor([0.0, 10.0], dtype=F64))
     assert torch.isfinite(out).all()
+
+
+# ------------------------------------------------------------------ 3. command lines (checked before the first job)
+
+
+def _square(x):
+    return {"y": x * x}
+
+
+def _jobs(n):
+    from clbook.experiments.runner import Job
+
+    return [Job(f"x={i}", {"x": i}, cost=i) for i in range(n)]
+
+
+def _run(out, n, **kw):
+    from clbook.experiments.runner import run_jobs
+
+    return run_jobs(_square, _jobs(n), out=out, name="demo", command=f"t {n}", settings={"k": 1}, workers=1, progress=False, **kw)
+
+
+def _cli(main, argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err.strip()
+    return info.value.code, err
+
+
+def test_out_that_is_a_file_or_cannot_be_created_is_one_line_exit_2(tmp_path, capsys):
+    from clbook.experiments import wide
+
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for out, words in ((afile, "is an existing file"), (afile / "sub", "cannot be created")):
+        code, err = _cli(wide.main, ["--quick", "--out", str(out), "--workers", "1"], capsys)
+        assert code == 2 and len(err.splitlines()) == 1 and words in err and "--out" in err
+
+
+def test_unwritable_out_fails_before_any_job(tmp_path):
+    import os
+
+    if os.geteuid() == 0:
+        pytest.skip("root writes anywhere")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        with pytest.raises(ValueError, match="not writable"):
+            _run(locked, 2)
+    finally:
+        locked.chmod(0o700)
+
+
+def test_unreachable_scheduler_fails_fast_naming_it(tmp_path, capsys):
+    import time
+
+    from clbook.experiments import wide
+
+    start = time.perf_counter()
+    code, err = _cli(wide.main, ["--quick", "--out", str(tmp_path), "--scheduler", "tcp://127.0.0.1:9"], capsys)
+    assert code == 2 and "--scheduler" in err and len(err.splitlines()) == 1
+    assert time.perf_counter() - start < 10 and not list(tmp_path.iterdir())
+
+
+def test_options_that_do_not_apply_are_refused(tmp_path, capsys):
+    from clbook.experiments import hierarchical
+
+    code, err = _cli(hierarchical.main, ["digits", "--betas", "2", "--out", str(tmp_path)], capsys)
+    assert code == 2 and "betas" in err and len(err.splitlines()) == 1
+    code, err = _cli(hierarchical.main, ["bench", "--seeds", "4", "--out", str(tmp_path)], capsys)
+    assert code == 2 and "seeds" in err
+    code, err = _cli(hierarchical.main, ["nope"], capsys)
+    assert code == 2 and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("module,names", [("wide", "tanh"), ("hierarchical", "table1"), ("new_losses", "quadratic")])
+def test_help_lists_names_and_an_example(module, names, capsys):
+    import importlib
+
+    main = importlib.import_module(f"clbook.experiments.{module}").main
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert "example:" in text and names in text and f"python -m clbook.experiments.{module}" in text
+    assert "--discard-complete" in text
+
+
+# ------------------------------------------------------------------ 4. provenance
+
+
+def test_a_rerun_that_computes_nothing_keeps_the_bytes(tmp_path):
+    _run(tmp_path, 3)
+    before = (tmp_path / "demo.json").read_bytes()
+    data = _run(tmp_path, 3)
+    assert (tmp_path / "demo.json").read_bytes() == before and data["complete"]
+
+
+def test_each_job_records_the_code_machine_and_libraries(tmp_path):
+    import stat
+
+    data = _run(tmp_path, 2)
+    for job in data["jobs"].values():
+        assert set(job["provenance"]) == {"code", "machine", "libraries"} and "torch" in job["provenance"]["libraries"]
+    mode = stat.S_IMODE((tmp_path / "demo.json").stat().st_mode)
+    assert mode & 0o044 == 0o044  # readable by group and others (0644 under the usual umask)
+
+
+def test_jobs_resumed_from_old_code_keep_their_code_version(tmp_path):
+    import json
+
+    old = {"experiment": "demo", "name": "demo", "complete": False, "settings": {"k": 1},
+           "jobs": {"x=0": {"params": {"x": 0}, "result": {"y": 0}, "seconds": 0.1}},
+           "provenance": {"command": "old", "code": "git 0123abc", "machine": "elsewhere", "seconds": 1.0}}
+    (tmp_path / "demo.partial.json").write_text(json.dumps(old))
+    data = _run(tmp_path, 2)
+    assert data["jobs"]["x=0"]["provenance"]["code"] == "git 0123abc" and "inherited" in data["jobs"]["x=0"]["provenance"]
+    assert data["jobs"]["x=1"]["provenance"]["code"] != "git 0123abc"
+    assert "git 0123abc" in data["provenance"]["job_codes"]
+
+
+def test_fresh_never_replaces_a_complete_result_with_a_smaller_one(tmp_path):
+    _run(tmp_path, 4)
+    before = (tmp_path / "demo.json").read_bytes()
+    for kw in ({"resume": False}, {}):
+        with pytest.raises(ValueError, match="discard-complete"):
+            _run(tmp_path, 1, **kw)
+    assert (tmp_path / "demo.json").read_bytes() == before
+    data = _run(tmp_path, 1, resume=False, discard_complete=True)
+    assert len(data["jobs"]) == 1
+
+
+def test_shipped_results_without_job_provenance_still_load():
+    from clbook import results
+
+    for experiment in results.EXPERIMENTS:
+        for name in results.names(experiment):
+            data = results.load(experiment, name)
+            assert isinstance(data, dict)
+
+
+# ------------------------------------------------------------------ 5. no hidden global state
+
+
+def _global_state():
+    import random
+
+    return (torch.get_rng_state().clone(), np.random.get_state()[1].copy(), random.getstate(), torch.get_default_dtype(),
+            torch.are_deterministic_algorithms_enabled(), torch.get_num_threads())
+
+
+def _same(a, b):
+    return torch.equal(a[0], b[0]) and bool((a[1] == b[1]).all()) and a[2:] == b[2:]
+
+
+def test_wide_jobs_and_mlp_leave_global_state_alone(tmp_path):
+    from clbook import nets
+    from clbook.experiments import wide
+
+    before = _global_state()
+    nets.MLP([3, 4, 2], generator=torch.Generator().manual_seed(0), device="cpu", dtype=F64)
+    params = dict(seed=0, h=4, activations=["tanh"], steps=2, every=1, eta=0.05, z=1, n=20, moon_noise=0.05, variance=0.1, scale=2.0)
+    first = wide.fig2_job(**params)
+    wide.run({"widths": [4], "seeds": [0], "steps": 2, "every": 1, "n": 20, "activations": ["tanh"]}, quick=True, out=tmp_path,
+             workers=1, progress=False)
+    assert _same(before, _global_state())
+    torch.set_default_dtype(F32)  # a caller's other setup changes nothing in the job's numbers
+    try:
+        assert wide.fig2_job(**params) == first
+    finally:
+        torch.set_default_dtype(before[3])
