@@ -1189,9 +1189,23 @@ def _by_epoch(runs: list[dict], metric: str) -> tuple[list, torch.Tensor]:
     return epochs, torch.tensor([r[metric] for r in runs], dtype=torch.float64)
 
 
+FAITHFULNESS_PAIRS = {
+    "contrastive": dict(script="main_simclr.py", flags=["--model", "simclr", "--temperature", "0.05", "--use_bn", "True"],
+                        ours=dict(model="CL-basic", scheme="dependent")),
+    "non-contrastive": dict(script="main.py", flags=["--model", "simplified", "--use_bn", "True"],
+                            ours=dict(model="NCL-basic-code", scheme="independent")),
+    # issue 26: the contested path, the authors' contrastive script with independent masks (MaskedSparseContrastiveDataset,
+    # masks drawn per view over one noisy sample: the noise is shared by the two views, as in train()'s default)
+    "contrastive-independent": dict(script="main_simclr.py", flags=["--model", "simclr", "--temperature", "0.05", "--use_bn",
+                                                                    "True", "--use_masking", "True"],
+                                    ours=dict(model="CL-basic", scheme="independent")),
+}
+
+
 def faithfulness(checkout, *, epochs: int = 200, seeds=(1, 2, 3), record: int = 10, n: int = 1000, batch: int = 500,
                  lr: float = 0.025, sparsity: float = 0.2, python: str | None = None, pythonpath: str | None = None,
-                 authors_commit: str | None = None, theirs: dict | None = None, command: str | None = None) -> dict:
+                 authors_commit: str | None = None, theirs: dict | None = None, command: str | None = None,
+                 kinds=("contrastive", "non-contrastive")) -> dict:
     r"""Run the authors' scripts and :func:`train` at identical settings; compare the max-cosine trajectories.
 
     The authors' ``main_simclr.py --model simclr --use_bn True`` (their CL-basic, with the dependent masks its
@@ -1208,6 +1222,9 @@ def faithfulness(checkout, *, epochs: int = 200, seeds=(1, 2, 3), record: int = 
 
     ``theirs``: an earlier result of this function (same settings) whose recorded runs of the authors' code are reused
     instead of running it again (an hour of CPU for the contrastive script); only our side is recomputed.
+
+    ``kinds``: the pairs of :data:`FAITHFULNESS_PAIRS` to run; ``"contrastive-independent"`` is the authors'
+    ``main_simclr.py --use_masking True`` (independent masks) against CL-basic with independent masks.
     """
     import json  # noqa: F401  (the subprocess results are JSON)
 
@@ -1234,12 +1251,9 @@ def faithfulness(checkout, *, epochs: int = 200, seeds=(1, 2, 3), record: int = 
     config = (f"nn: {n}\nnum_exp: {len(seeds)}\nNUM_EPOCHES: {epochs}\nbatch_size: {batch}\np: 50\nd: 10\nm: 50\nlr: {lr}\n"
               "has_online_ReLU: True\nhas_target_ReLU: True\nhas_target_predictor: False\nalternative_optimization: True\n"
               f"rm_predictor: True\nsigma0: 0\none_hot_latent: False\nsparsity_levels: ({sparsity},)\nmasking_probs: (0.5,)\n")
-    pairs = {
-        "contrastive": dict(script="main_simclr.py", flags=["--model", "simclr", "--temperature", "0.05", "--use_bn", "True"],
-                            ours=dict(model="CL-basic", scheme="dependent")),
-        "non-contrastive": dict(script="main.py", flags=["--model", "simplified", "--use_bn", "True"],
-                                ours=dict(model="NCL-basic-code", scheme="independent")),
-    }
+    if isinstance(kinds, str) or not kinds or any(k not in FAITHFULNESS_PAIRS for k in kinds):
+        raise ValueError(f"kinds must be a non-empty list of {list(FAITHFULNESS_PAIRS)}; got kinds = {kinds!r}.")
+    pairs = {k: FAITHFULNESS_PAIRS[k] for k in kinds}
     out = dict(experiment="faithfulness", settings=settings, authors=dict(repository=AUTHORS_REPOSITORY, commit=authors_commit,
                                                                           config=config, shims=list(AUTHORS_SHIMS)),
                departures=DEPARTURES, tolerance="|mean_theirs - mean_ours| <= 2 sqrt(se_theirs^2 + se_ours^2), se = sd / sqrt(seeds), "
@@ -1309,6 +1323,9 @@ def main(argv=None) -> int:
     parser.add_argument("--authors-pythonpath", default=None, help="faithfulness: a folder with yacs (pip install --target DIR yacs)")
     parser.add_argument("--reuse-authors", type=Path, default=None,
                         help="faithfulness: an earlier faithfulness.json whose runs of the authors' code are reused (only ours rerun)")
+    parser.add_argument("--pairs", type=runner.choice_list(FAITHFULNESS_PAIRS), default=None,
+                        help="faithfulness: which pairs to run (default contrastive,non-contrastive; contrastive-independent "
+                             "is the authors' --use_masking path), written to faithfulness-<pairs>.json unless the default")
     runner.add_arguments(parser)
     args = parser.parse_args(argv)
     special = {"bench", "faithfulness"} & set(args.experiment)
@@ -1334,9 +1351,11 @@ def main(argv=None) -> int:
         if args.checkout is None:
             parser.error("faithfulness needs --checkout PATH (a checkout of the authors' repository)")
         theirs = results.read_json(args.reuse_authors) if args.reuse_authors is not None else None
-        data = faithfulness(args.checkout, epochs=args.epochs or 200, pythonpath=args.authors_pythonpath, theirs=theirs,
+        kinds = tuple(args.pairs) if args.pairs else ("contrastive", "non-contrastive")
+        data = faithfulness(args.checkout, epochs=args.epochs or 200, pythonpath=args.authors_pythonpath, theirs=theirs, kinds=kinds,
                             command=f"python -m clbook.experiments.landscape {' '.join(argv if argv is not None else sys.argv[1:])}")
-        path = results.write_json(out / "faithfulness.json", data)
+        name = "faithfulness" if kinds == ("contrastive", "non-contrastive") else "faithfulness-" + "+".join(kinds)
+        path = results.write_json(out / f"{name}.json", data)
         for kind, v in data["models"].items():
             print(f"{kind}: {v['within']} of {v['cells']} (epoch, metric) cells within tolerance")
         print(f"wrote {path}")
