@@ -79,7 +79,8 @@ __all__ = [
     "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_TABLE4", "AUTHORS_SECONDS_PER_EPOCH", "EXPERIMENTS", "TABLE2_MODELS", "ABLATIONS",
     "ABLATION_MODELS", "PILOT", "NOISE_DRAWS", "LATENTS", "BIAS_INITS", "jobs", "run", "estimate", "collect", "step_flops", "mixed",
     "end_values", "paired_gap", "ablation_effects", "replay",
-    "summarise", "trajectory_summary", "bench", "faithfulness", "load", "main", "DATA", "compare", "METRICS",
+    "summarise", "trajectory_summary", "bench", "faithfulness", "load", "main", "DATA", "METRICS", "FAITHFULNESS_PAIRS",
+    "ABLATION_SPARSITIES", "MORE_SEEDS", "MORE_SEEDS_MODELS",
 ]
 
 DATA = results.user_dir("landscape")  # default --out of a rerun; the shipped results are read with results.load
@@ -1369,39 +1370,6 @@ def main(argv=None) -> int:
         parser.error(str(exc))
     print("wrote", ", ".join(f"{out / name}.json" for name in written))
     return 0
-
-
-# ----------------------------------------------------------------------------------------------- chapter helpers
-
-
-def compare(paper: dict, ours: dict, *, n_paper: int = 5, n_ours: int = 5, margin: float = 0.05) -> list[dict]:
-    r"""Cell-by-cell comparison of a table of the paper with ours.
-
-    ``paper`` and ``ours`` map a row key to three ``(mean, sd)`` pairs (max, median, min). A cell *differs beyond
-    noise* when :math:`|\Delta| > \max(\text{margin}, 2\,\mathrm{SE})` with
-    :math:`\mathrm{SE} = \sqrt{s_p^2/n_p + s_o^2/n_o}` (the standard error of a difference of two means).
-    Returns one dict per cell: ``key``, ``metric``, ``paper``, ``paper_sd``, ``ours``, ``ours_sd``, ``delta``, ``se``, ``differs``.
-    """
-    check_nonnegative("margin", margin)
-    n_paper, n_ours = check_int("n_paper", n_paper, 1), check_int("n_ours", n_ours, 1)
-    out = []
-    for key in paper:
-        if key not in ours:
-            raise ValueError(f"ours has no row {key!r}; it has {sorted(ours, key=str)}.")
-        for k, metric in enumerate(METRICS):
-            try:
-                (pm, ps), (om, osd) = paper[key][k], ours[key][k]
-                cells = [float(v) for v in (pm, ps, om, osd)]
-            except (TypeError, ValueError, IndexError, KeyError):
-                raise ValueError(f"paper[{key!r}] and ours[{key!r}] must be three (mean, sd) pairs.") from None
-            if not all(math.isfinite(v) for v in cells):
-                raise ValueError(f"ours[{key!r}] or paper[{key!r}] has a non-finite value: {paper[key]!r}, {ours[key]!r}.")
-            pm, ps, om, osd = cells
-            se = math.sqrt(ps ** 2 / n_paper + osd ** 2 / n_ours)
-            delta = om - pm
-            out.append(dict(key=key, metric=metric, paper=pm, paper_sd=ps, ours=om, ours_sd=osd, delta=delta, se=se,
-                            differs=abs(delta) > max(margin, 2 * se)))
-    return out
 
 
 if __name__ == "__main__":

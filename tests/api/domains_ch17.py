@@ -3,7 +3,6 @@
 Training calls are tiny (p = 6, d = 2, m = 4, n = 8, two epochs); the full experiments are exempt (their quick modes,
 resumption and bad arguments are tested in tests/unit/test_landscape_experiments.py).
 """
-import math
 
 import torch
 from hypothesis import strategies as st
@@ -186,10 +185,4 @@ DOMAINS: dict = {
         expect=lambda out, kw: isinstance(out, dict) and "provenance" in out,
         invalid=(Bad({"name": "table9"}, "name"), Bad({"name": 3}, "name"))),
     "clbook.viz.practice.explore": Spec(exempt=EXEMPT_PLOT),
-    "clbook.experiments.landscape.compare": Spec(
-        valid=st.fixed_dictionaries({"paper": st.just(_table), "ours": st.just(_table), "margin": st.floats(0.0, 0.2)}),
-        expect=lambda out, kw: len(out) == 6 and not any(c["differs"] for c in out),
-        invalid=(Bad({"paper": _table, "ours": {0.1: _table[0.1]}}, "ours"), Bad({"paper": _table, "ours": _table, "margin": -1.0}, "margin"),
-                 Bad({"paper": _table, "ours": _table, "n_paper": 0}, "n_paper"),
-                 Bad({"paper": _table, "ours": {0.1: _table[0.1], 0.2: [(math.nan, 0.0)] * 3}}, "ours"))),
 }

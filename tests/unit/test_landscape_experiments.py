@@ -281,16 +281,6 @@ def test_mixed_and_collect():
         L.mixed(fake("ind"), {"jobs": {}})
 
 
-def test_compare():
-    paper = {("A", 0.1): ((0.9, 0.01), (0.8, 0.01), (0.5, 0.3))}
-    ours = {("A", 0.1): ((0.9, 0.01), (0.6, 0.01), (0.7, 0.01))}
-    cells = L.compare(paper, ours)
-    assert [c["differs"] for c in cells] == [False, True, False]  # min: 0.2 < 2 SE = 0.27
-    assert cells[1]["delta"] == pytest.approx(-0.2)
-    with pytest.raises(ValueError, match="no row"):
-        L.compare(paper, {})
-
-
 # ------------------------------------------------------------------------------------------------ command line
 
 
