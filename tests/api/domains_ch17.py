@@ -47,7 +47,6 @@ def _stored(scheme_models):
 
 
 _VALUES = L.end_values({"CL-basic": _rows(), "NCL-basic": _rows(model="NCL-basic")})
-_table = {0.1: [(0.9, 0.01), (0.8, 0.02), (0.7, 0.03)], 0.2: [(0.8, 0.0), (0.7, 0.0), (0.6, 0.1)]}
 
 DOMAINS: dict = {
     # ------------------------------------------------------------------ clbook.losses.ntxent
