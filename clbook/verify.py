@@ -204,6 +204,53 @@ def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: flo
         Also appended to :func:`records`.
     """
     global _last
+    _check_arguments(label, quantity, kind, source, floor, measured, alternative, bound, lower)
+    counted = _is_count(measured)
+    m = _to_array("measured", measured)
+    if m.size == 0:
+        raise ValueError("measured is empty: there is nothing to check.")
+    if not np.all(np.isfinite(m)):
+        raise AssertionError(f"{label}: {quantity}: the measurement contains NaN or inf.")
+    if bound is not None or lower is not None:
+        if predicted is not None:
+            raise ValueError("give either predicted (with rtol/atol) or bound/lower, not both.")
+        out = _within_bounds(label, m, bound, lower, floor, counted, alternative)
+    else:
+        out = _within_tolerance(label, predicted, m, rtol, atol, floor, alternative)
+    now = time.perf_counter()
+    claim = alternative.claim if alternative is not None else ""
+    record = CheckRecord(label, quantity, out.predicted, out.measured, out.tolerance, out.error, out.ok, now - _last, kind,
+                         source, claim, out.alternative)
+    _last = now
+    if not out.ok:
+        raise AssertionError(
+            f"{label} failed: {quantity}: predicted {out.predicted}, measured {out.measured}, tolerance {out.tolerance}; "
+            f"largest deviation {fmt.value(out.error)}."
+        )
+    if alternative is not None and out.alternative_passes:
+        raise AssertionError(
+            f"{label} does not discriminate: {quantity} also passes under the alternative "
+            f"'{alternative.claim}' ({out.alternative}; tolerance {out.tolerance}). Tighten the tolerance, measure more, "
+            "or name an alternative the measurement can tell apart; otherwise the check is an illustration."
+        )
+    _records.append(record)
+    return record
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What one comparison found: the verdict, the largest deviation, the displayed numbers and the alternative's."""
+
+    ok: bool
+    error: float
+    predicted: str
+    measured: str
+    tolerance: str
+    alternative: str = ""
+    alternative_passes: bool = False
+
+
+def _check_arguments(label, quantity, kind, source, floor, measured, alternative, bound, lower) -> None:
     if not isinstance(label, str) or not LABEL_PATTERN.match(label):
         raise ValueError(
             f"label must follow <paper>-<kind>-<number> (paper in acl/nonlin/esser/pokle), e.g. 'acl-thm-1'; got {label!r}."
@@ -220,93 +267,74 @@ def check(label: str, quantity: str, predicted=None, measured=None, *, rtol: flo
         raise ValueError(f"floor must be a finite number > 0; got floor = {floor!r}.")
     if measured is None:
         raise ValueError("measured is required.")
-    if alternative is not None:
-        if not isinstance(alternative, Alternative):
-            raise TypeError(f"alternative must be a clbook.verify.Alternative; got {type(alternative).__name__}.")
-        if kind == "illustration":
-            raise ValueError("an illustration takes no alternative: with a failing alternative it is evidence "
-                             "(kind 'live' or 'stored').")
-        if (bound is not None or lower is not None) and alternative.predicted is not None:
-            raise ValueError(f"alternative {alternative.claim!r}: a bound check compares measurements, so its "
-                             "alternative gives measured=, not predicted=.")
-    counted = _is_count(measured)
-    m = _to_array("measured", measured)
-    if m.size == 0:
-        raise ValueError("measured is empty: there is nothing to check.")
-    if not np.all(np.isfinite(m)):
-        raise AssertionError(f"{label}: {quantity}: the measurement contains NaN or inf.")
-    if bound is not None or lower is not None:
-        if predicted is not None:
-            raise ValueError("give either predicted (with rtol/atol) or bound/lower, not both.")
-        hi = math.inf if bound is None else float(bound)
-        lo = -math.inf if lower is None else float(lower)
-        def passes(x):
-            return bool(np.all((x >= lo) & (x <= hi)))
+    if alternative is None:
+        return
+    if not isinstance(alternative, Alternative):
+        raise TypeError(f"alternative must be a clbook.verify.Alternative; got {type(alternative).__name__}.")
+    if kind == "illustration":
+        raise ValueError("an illustration takes no alternative: with a failing alternative it is evidence "
+                         "(kind 'live' or 'stored').")
+    if (bound is not None or lower is not None) and alternative.predicted is not None:
+        raise ValueError(f"alternative {alternative.claim!r}: a bound check compares measurements, so its "
+                         "alternative gives measured=, not predicted=.")
 
-        ok = passes(m)
-        error = float(np.max(m)) if bound is not None else float(np.min(m))
-        if alternative is not None:
-            ma = _finite_alternative(label, alternative, "measured")
-            alt_ok = passes(ma)
-            alt_text = f"measured {_describe(ma)}: {'passes' if alt_ok else 'fails'}"
-        show_floor = floor if floor is not None else (min(hi, fmt.FLOORS[torch.float64]) if bound is not None and lower is None
-                                                      and hi > 0 and not counted else None)
-        pred = " and ".join(s for s in (f"≥ {fmt.value(lo)}" if lower is not None else "",
-                                        f"≤ {fmt.value(hi)}" if bound is not None else "") if s)
-        tol = pred
-        meas = _describe(m, show_floor)
-    else:
-        if predicted is None:
-            raise ValueError("give predicted (with rtol/atol) or a bound.")
-        if rtol < 0 or atol < 0 or not (math.isfinite(rtol) and math.isfinite(atol)):
-            raise ValueError(f"rtol and atol must be finite and >= 0; got rtol = {rtol}, atol = {atol}.")
-        if rtol == 0 and atol == 0:
-            raise ValueError("state a tolerance: rtol or atol must be > 0.")
-        p = _to_array("predicted", predicted)
-        if not np.all(np.isfinite(p)):
-            raise ValueError(f"{label}: the prediction contains NaN or inf.")
+
+def _within_bounds(label, m, bound, lower, floor, counted, alternative) -> _Outcome:
+    """``lower <= m <= bound`` entrywise; the alternative's measurement under the same bounds."""
+    hi = math.inf if bound is None else float(bound)
+    lo = -math.inf if lower is None else float(lower)
+
+    def passes(x):
+        return bool(np.all((x >= lo) & (x <= hi)))
+
+    alt_text, alt_ok = "", False
+    if alternative is not None:
+        ma = _finite_alternative(label, alternative, "measured")
+        alt_ok = passes(ma)
+        alt_text = f"measured {_describe(ma)}: {'passes' if alt_ok else 'fails'}"
+    show_floor = floor if floor is not None else (
+        min(hi, fmt.FLOORS[torch.float64]) if bound is not None and lower is None and hi > 0 and not counted else None)
+    pred = " and ".join(s for s in (f"≥ {fmt.value(lo)}" if lower is not None else "",
+                                    f"≤ {fmt.value(hi)}" if bound is not None else "") if s)
+    error = float(np.max(m)) if bound is not None else float(np.min(m))
+    return _Outcome(passes(m), error, pred, _describe(m, show_floor), pred, alt_text, alt_ok)
+
+
+def _within_tolerance(label, predicted, m, rtol, atol, floor, alternative) -> _Outcome:
+    """``|m - p| <= atol + rtol |p|`` entrywise; the alternative's prediction or measurement under the same rule."""
+    if predicted is None:
+        raise ValueError("give predicted (with rtol/atol) or a bound.")
+    if rtol < 0 or atol < 0 or not (math.isfinite(rtol) and math.isfinite(atol)):
+        raise ValueError(f"rtol and atol must be finite and >= 0; got rtol = {rtol}, atol = {atol}.")
+    if rtol == 0 and atol == 0:
+        raise ValueError("state a tolerance: rtol or atol must be > 0.")
+    p = _to_array("predicted", predicted)
+    if not np.all(np.isfinite(p)):
+        raise ValueError(f"{label}: the prediction contains NaN or inf.")
+    try:
+        p, mb = np.broadcast_arrays(p, m)
+    except ValueError as exc:
+        raise ValueError(f"predicted and measured shapes differ: {p.shape} vs {m.shape}.") from exc
+    diff = np.abs(mb - p)
+    ok = bool(np.all(diff <= atol + rtol * np.abs(p)))
+    alt_text, alt_ok = "", False
+    if alternative is not None:
+        which = "predicted" if alternative.predicted is not None else "measured"
+        xa = _finite_alternative(label, alternative, which)
         try:
-            p, mb = np.broadcast_arrays(p, m)
+            pa, ma = np.broadcast_arrays(xa, m) if which == "predicted" else np.broadcast_arrays(p, xa)
         except ValueError as exc:
-            raise ValueError(f"predicted and measured shapes differ: {p.shape} vs {m.shape}.") from exc
-        diff = np.abs(mb - p)
-        allowed = atol + rtol * np.abs(p)
-        ok = bool(np.all(diff <= allowed))
-        if alternative is not None:
-            which = "predicted" if alternative.predicted is not None else "measured"
-            xa = _finite_alternative(label, alternative, which)
-            try:
-                pa, ma = np.broadcast_arrays(xa, m) if which == "predicted" else np.broadcast_arrays(p, xa)
-            except ValueError as exc:
-                other, shape = ("measurement", m.shape) if which == "predicted" else ("prediction", p.shape)
-                raise ValueError(f"alternative {alternative.claim!r}: its {which} has shape {xa.shape}, the check's "
-                                 f"{other} {shape}.") from exc
-            dev = np.abs(ma - pa)
-            alt_ok = bool(np.all(dev <= atol + rtol * np.abs(pa)))
-            alt_text = (f"{which} {_describe(xa)}, deviation {fmt.value(float(np.max(dev)))}: "
-                        f"{'passes' if alt_ok else 'fails'}")
-        error = float(np.max(diff)) if diff.size else 0.0
-        show_floor = floor if floor is not None else (atol if atol > 0 else None)
-        pred, meas = _describe(p, None if not np.any(p) else show_floor), _describe(mb, show_floor)
-        tol = " + ".join(s for s in (f"atol {fmt.value(atol, 1)}" if atol else "",
-                                     f"rtol {fmt.value(rtol, 1)}" if rtol else "") if s)
-    now = time.perf_counter()
-    claim, alt_result = (alternative.claim, alt_text) if alternative is not None else ("", "")
-    record = CheckRecord(label, quantity, pred, meas, tol, error, ok, now - _last, kind, source, claim, alt_result)
-    _last = now
-    if not ok:
-        raise AssertionError(
-            f"{label} failed: {quantity}: predicted {pred}, measured {meas}, tolerance {tol}; "
-            f"largest deviation {fmt.value(error)}."
-        )
-    if alternative is not None and alt_ok:
-        raise AssertionError(
-            f"{label} does not discriminate: {quantity} also passes under the alternative "
-            f"'{alternative.claim}' ({alt_text}; tolerance {tol}). Tighten the tolerance, measure more, "
-            "or name an alternative the measurement can tell apart; otherwise the check is an illustration."
-        )
-    _records.append(record)
-    return record
+            other, shape = ("measurement", m.shape) if which == "predicted" else ("prediction", p.shape)
+            raise ValueError(f"alternative {alternative.claim!r}: its {which} has shape {xa.shape}, the check's "
+                             f"{other} {shape}.") from exc
+        dev = np.abs(ma - pa)
+        alt_ok = bool(np.all(dev <= atol + rtol * np.abs(pa)))
+        alt_text = f"{which} {_describe(xa)}, deviation {fmt.value(float(np.max(dev)))}: {'passes' if alt_ok else 'fails'}"
+    show_floor = floor if floor is not None else (atol if atol > 0 else None)
+    tol = " + ".join(s for s in (f"atol {fmt.value(atol, 1)}" if atol else "", f"rtol {fmt.value(rtol, 1)}" if rtol else "") if s)
+    error = float(np.max(diff)) if diff.size else 0.0
+    return _Outcome(ok, error, _describe(p, None if not np.any(p) else show_floor), _describe(mb, show_floor), tol, alt_text,
+                    alt_ok)
 
 
 def _finite_alternative(label: str, alternative: Alternative, which: str) -> np.ndarray:
