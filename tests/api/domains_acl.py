@@ -99,7 +99,7 @@ DOMAINS: dict = {
         invalid=(Bad({"d_neg": _D, "temperature": -1.0}, "temperature"), Bad({"d_neg": _D * float("nan"), "temperature": 1.0}, "d_neg"))),
     "clbook.alpha.project_simplex": Spec(
         valid=st.fixed_dictionaries({"v": tensors(4, 5)}),
-        expect=lambda out, kw: torch.allclose(out.sum(1), torch.ones(4, dtype=out.dtype)) and bool((out >= 0).all()) or None,
+        expect=lambda out, kw: torch.allclose(out.sum(1), torch.ones(4, dtype=out.dtype)) and bool((out >= 0).all()) and None,
         invalid=(Bad({"v": torch.zeros(3)}, "v"), Bad({"v": torch.zeros(3, 0)}, "v"))),
     "clbook.alpha.direct_weights": Spec(
         valid=st.fixed_dictionaries({"d_neg": _distances(), "temperature": st.floats(0.05, 5.0), "power": st.floats(1.0, 10.0),

@@ -119,23 +119,23 @@ DOMAINS = {
                                 Bad({"sd_a": -1, "n_a": 5, "sd_b": 0.1, "n_b": 5}, "sd_a"))),
     "clbook.verify.Alternative": Spec(
         valid=st.fixed_dictionaries({"claim": st.just("the sign flipped"), "predicted": st.floats(-1, 1)}),
-        expect=lambda out, kw: isinstance(out, clbook.verify.Alternative) or None,
+        expect=lambda out, kw: isinstance(out, clbook.verify.Alternative) and None,
         invalid=(Bad({"claim": "", "predicted": 1.0}, "claim"), Bad({"claim": "x"}, "predicted"),
                  Bad({"claim": "x", "predicted": 1.0, "measured": 1.0}, "measured"))),
     "clbook.verify.PairedTest": Spec(exempt=EXEMPT_RECORD),
     "clbook.verify.conclude": Spec(
         valid=st.fixed_dictionaries({"label": st.just("pokle-tab-2"), "verdict": st.sampled_from(list(clbook.verify.VERDICTS))}),
-        expect=lambda out, kw: out == kw["verdict"] or None,
+        expect=lambda out, kw: out == kw["verdict"] and None,
         invalid=(Bad({"label": "tab-2", "verdict": "reproduced"}, "label"), Bad({"label": "pokle-tab-2", "verdict": "maybe"}, "verdict"))),
-    "clbook.verify.conclusions": Spec(valid=fixed(), expect=lambda out, kw: isinstance(out, dict) or None),
+    "clbook.verify.conclusions": Spec(valid=fixed(), expect=lambda out, kw: isinstance(out, dict) and None),
     "clbook.verify.t_cutoff": Spec(
         valid=st.fixed_dictionaries({"df": st.integers(1, 100), "tests": st.integers(1, 50)}),
-        expect=lambda out, kw: out > 1.9 or None,
+        expect=lambda out, kw: out > 1.9 and None,
         invalid=(Bad({"df": 0}, "df"), Bad({"df": 4, "tests": 0}, "tests"), Bad({"df": 4, "alpha": 1.5}, "alpha"))),
     "clbook.verify.paired_test": Spec(
         valid=st.fixed_dictionaries({"a": st.lists(st.floats(0, 1), min_size=3, max_size=3),
                                      "b": st.lists(st.floats(0, 1), min_size=3, max_size=3)}),
-        expect=lambda out, kw: out.verdict in ("holds", "reversed", "within noise") or None,
+        expect=lambda out, kw: out.verdict in ("holds", "reversed", "within noise") and None,
         invalid=(Bad({"a": [1.0], "b": [1.0]}, "a and b"), Bad({"a": [1.0, 2.0], "b": [1.0, 2.0], "power": 2.0}, "power"),
                  Bad({"a": [1.0, float("nan")], "b": [1.0, 2.0]}, "a and b"))),
     # linalg
@@ -207,6 +207,14 @@ DOMAINS = {
                                                                "b": _widgets.toggle("b", True)}}),
         expect=lambda out, kw: len(out) >= 3 and all(set(v) == {"a", "b"} for v in out),
         invalid=(Bad({"controls": 3}, "controls"), Bad({"controls": {"a": 1.0}}, "controls"))),
+    "clbook.widgets.frame_grid": Spec(
+        valid=st.floats(0.0, 1.0).map(lambda v: {"controls": {"a": _widgets.slider("a", v, 0.0, 1.0, 0.1),
+                                                               "b": _widgets.toggle("b", True),
+                                                               "c": _widgets.dropdown("c", ["x", "y", "z"])}}),
+        expect=lambda out, kw: (len(out["frames"]) == 1 + sum(len(c["labels"]) - 1 for c in out["controls"])
+                                and out["frames"][""] == {n: c.value for n, c in kw["controls"].items()}) and None,
+        invalid=(Bad({"controls": {}}, "controls"), Bad({"controls": {"a": 1.0}}, "controls"),
+                 Bad({"controls": {"b": _widgets.toggle("b")}, "points": 1}, "points"))),
     # runner
     "clbook.experiments.runner.Job": Spec(valid=st.fixed_dictionaries({"key": st.text(min_size=1, max_size=5),
                                                                        "params": st.dictionaries(st.text(max_size=3), st.integers())}),

@@ -4,7 +4,6 @@ A chapter that shows a panel registers it, so a slider bound that takes a reader
 """
 import importlib
 import pkgutil
-import time
 
 import matplotlib
 
@@ -30,14 +29,11 @@ def registered():
 @pytest.mark.parametrize("spec", registered())
 def test_panel_draws_at_the_ends_of_every_range(spec):
     clbook.setup(seed=0, device="cpu")
-    slowest = 0.0
     for values in widgets.extremes(spec.controls()):
-        start = time.perf_counter()
         fig = spec.figure(**values)
-        slowest = max(slowest, time.perf_counter() - start)
         assert fig.axes, f"{spec.figure.__name__}({values}) drew nothing"
         plt.close(fig)
-    assert slowest < 10, f"{spec.figure.__name__} took {slowest:.1f} s at an end of its range"
+    # how fast a panel updates is measured by a benchmark (tools/panel_bench.py, make bench), not by a timed test
 
 
 def test_extremes_cover_each_end():
