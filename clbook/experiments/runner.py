@@ -302,7 +302,8 @@ def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings
     todo = sorted((job for job in jobs if job.key not in done), key=lambda job: -job.cost)
     partial, final = out / f"{name}.partial.json", out / f"{name}.json"
     if not todo and source is not None and source.get("complete", False) and set(source.get("jobs", {})) == {j.key for j in jobs}:
-        return source  # nothing to compute: the complete result stays as it is, byte for byte
+        # nothing to compute: the file stays as it is, byte for byte; the returned copy says what this call reused
+        return dict(source, provenance=dict(source.get("provenance", {}), resumed_jobs=len(done)))
     start = time.perf_counter()
     earlier_wall = _earlier_wall(source) if done else 0.0
     prov = results.provenance(command, 0.0, backend=backend if scheduler is None else f"dask at {scheduler}", workers=workers,
