@@ -21,7 +21,7 @@ import ipywidgets as w
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-__all__ = ["PanelSpec", "panel", "static", "extremes", "frame_grid", "slider", "log_slider", "int_slider", "dropdown",
+__all__ = ["PanelSpec", "panel", "static", "extremes", "frame_grid", "render_png", "slider", "log_slider", "int_slider", "dropdown",
            "toggle"]
 
 
@@ -153,6 +153,23 @@ def toggle(description: str, value: bool = False) -> w.Checkbox:
     return w.Checkbox(value=value, description=description, indent=False)
 
 
+PANEL_DPI = 72
+"""The resolution at which a live panel sends its figure to the browser (the static twin uses the notebook's)."""
+
+
+def render_png(fig, *, dpi: int = PANEL_DPI) -> bytes:
+    """The PNG a live panel shows: ``fig`` drawn once at ``dpi`` (no tight bounding box, which draws it twice)."""
+    import io
+
+    if not hasattr(fig, "savefig"):
+        raise TypeError(f"fig must be a matplotlib figure; got {type(fig).__name__}.")
+    if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not 20 <= dpi <= 300:
+        raise ValueError(f"dpi must be a number in [20, 300]; got dpi = {dpi!r}.")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
 def static(figure_fn, **params) -> None:
     """Draw ``figure_fn(**params)`` once and show it: the panel's static twin (a :class:`PanelSpec` draws at its
     controls' initial values)."""
@@ -183,8 +200,10 @@ def panel(figure_fn, controls: dict | None = None, *, columns: int = 3) -> w.VBo
             raise TypeError(f"controls[{name!r}] must be an ipywidgets value widget; got {type(control).__name__}.")
 
     def draw(**values):
+        from IPython.display import Image
+
         fig = figure_fn(**values)
-        display(fig)
+        display(Image(render_png(fig)))
         plt.close(fig)
 
     out = w.interactive_output(draw, controls)

@@ -28,6 +28,17 @@ def _nets_ok(out, kwargs):
             raise AssertionError(f"MLP accepted x of type {type(bad_x).__name__}")
 
 
+def _small_figure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(1, 1))
+    ax.plot([0, 1], [0, 1])
+    return fig
+
+
 def _tables(out, kwargs):
     assert out.n_cells == len(kwargs["paper"])
 
@@ -207,6 +218,10 @@ DOMAINS = {
                                                                "b": _widgets.toggle("b", True)}}),
         expect=lambda out, kw: len(out) >= 3 and all(set(v) == {"a", "b"} for v in out),
         invalid=(Bad({"controls": 3}, "controls"), Bad({"controls": {"a": 1.0}}, "controls"))),
+    "clbook.widgets.render_png": Spec(
+        valid=st.integers(30, 120).map(lambda dpi: {"fig": _small_figure(), "dpi": dpi}),
+        expect=lambda out, kw: out[:8] == b"\x89PNG\r\n\x1a\n" and None,
+        invalid=(Bad({"fig": 3}, "fig"), Bad({"fig": _small_figure(), "dpi": 5}, "dpi"))),
     "clbook.widgets.frame_grid": Spec(
         valid=st.floats(0.0, 1.0).map(lambda v: {"controls": {"a": _widgets.slider("a", v, 0.0, 1.0, 0.1),
                                                                "b": _widgets.toggle("b", True),

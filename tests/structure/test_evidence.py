@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import nbtools  # noqa: E402
 
 COLLECTED = verify.collect(nbtools.chapters())
-LABEL = re.compile(r"\b(?:acl|nonlin|esser|pokle)-(?:def|asm|lem|thm|cor|prop|rem|conj|ex|eq|fig|tab)-[0-9A-Za-z](?:[0-9A-Za-z.]*[0-9A-Za-z])?")
+LABEL = re.compile(r"\b(?:acl|nonlin|esser|pokle)-(?:def|asm|lem|thm|cor|prop|rem|conj|ex|eq|fig|tab)-[0-9A-Za-z](?:[0-9A-Za-z.]*[0-9A-Za-z])?")  # noqa: E501
 VERDICT_STATUSES = ("partly reproduced", "not reproduced", "unresolved", "reproduced")
 PAGES = sorted((ROOT / "book" / "coverage").glob("*.md"))
 
