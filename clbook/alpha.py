@@ -258,8 +258,8 @@ def sparsemax_weights(d_neg: torch.Tensor, *, temperature: float) -> torch.Tenso
     r"""The min player with :math:`r_s(a) = -\tfrac\tau2 a^2`: :math:`\alpha_{i\cdot} = \operatorname{sparsemax}(-2d_{i\cdot}^2/\tau)`.
 
     The KKT conditions give :math:`\alpha_{ij} = [\mu_i - 2d_{ij}^2]_+/\tau`: a pair gets weight zero once it is
-    farther than the threshold. (The authors' code uses :math:`[\mu_i - d_{ij}^2]_+/\tau`, the same rule at
-    temperature :math:`\tau/2`.) ``d_neg`` as in :func:`entropy_weights`, ``temperature`` :math:`\tau > 0`.
+    farther than the threshold. (The authors' code uses :math:`[\mu_i - d_{ij}^2]_+/\tau =
+    [2\mu_i - 2d_{ij}^2]_+/(2\tau)`, the same rule at temperature :math:`2\tau`.) ``d_neg`` as in :func:`entropy_weights`, ``temperature`` :math:`\tau > 0`.
     """
     d_neg = _check_distances(d_neg)
     tau = check_positive("temperature", temperature)
