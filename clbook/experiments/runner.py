@@ -12,7 +12,20 @@ function, a relative cost) and hands it to :func:`run_jobs`, which
   (``resume=True``, the default; ``--fresh`` on the command line starts over);
 * writes ``<out>/<name>.json`` only when every job has finished, and only then removes the partial file: a
   complete result is never replaced by a partial one;
-* records one provenance (:func:`clbook.results.provenance`).
+* records one provenance (:func:`clbook.results.provenance`), and for every job the provenance of the process that
+  ran it (code version, machine, library versions, computed in that worker; on Dask also the worker's address).
+
+Faults (``backend="dask"``): each result is gathered as soon as its job finishes and its future is released at
+once, so a worker that dies later holds nothing the run still needs (no finished job is recomputed); a run whose
+cluster has had no worker for ``worker_timeout`` seconds (``--worker-timeout``, default :data:`WORKER_TIMEOUT`)
+stops with a one-line :class:`WorkersLost` (a ``TimeoutError``) naming that timeout, its partial file kept for a
+resume. Local worker processes (loky's, and those of a ``LocalCluster`` started here) end when the process that
+started them dies, even by SIGKILL: a watchdog thread in each worker polls ``os.getppid()`` once a second and
+calls ``os._exit`` when it changes (portable, no dependency; ``prctl(PR_SET_PDEATHSIG)`` is Linux-only and fires
+when the *thread* that spawned the worker ends, which loky's and Dask's spawning threads may do while the run is
+alive). The provenance records the cluster's real worker count (``workers``, from ``client.scheduler_info()`` when
+the run starts), the ``--workers`` asked of a ``LocalCluster`` (``workers_requested``) and how many distinct
+workers ran this run's jobs (``workers_used``).
 
 The result file is ``{"experiment", "name", "complete", "settings", "jobs": {key: {"params", "result",
 "seconds"}}, "provenance"}``.
@@ -31,6 +44,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +55,7 @@ from .. import results
 from .._validate import check_choice, check_int
 
 __all__ = ["Job", "run_jobs", "add_arguments", "int_list", "float_list", "choice_list", "positive_int", "BACKENDS",
-           "ArgumentParser", "SCHEDULER_TIMEOUT"]
+           "ArgumentParser", "SCHEDULER_TIMEOUT", "WORKER_TIMEOUT", "WorkersLost"]
 
 BACKENDS = ("local", "dask")
 
@@ -86,6 +101,66 @@ def _call(function: Callable, key: str, params: dict, threads: int):
         torch.set_num_threads(previous)
     return key, result, seconds, results.job_provenance()
 
+
+def _call_dask(function: Callable, key: str, params: dict, threads: int):
+    """:func:`_call` on a Dask worker; the job's provenance also names the worker (its address)."""
+    from dask.distributed import get_worker
+
+    key, result, seconds, prov = _call(function, key, params, threads)
+    return key, result, seconds, dict(prov, worker=get_worker().address)
+
+
+PARENT_POLL = 1.0
+"""Seconds between two looks of a local worker's watchdog at its parent process."""
+
+_WATCHDOG: threading.Thread | None = None
+
+
+def _exit_with_parent(parent: int, interval: float = PARENT_POLL) -> None:
+    """Make this worker process end (``os._exit``) once ``parent`` (the process that ran :func:`run_jobs`) is gone.
+
+    A daemon thread, started once per process, polls ``os.getppid()`` every ``interval`` seconds: a worker whose
+    parent dies is re-parented (to init or a subreaper), so its parent pid changes. A worker that is not a direct
+    child of ``parent`` (another start method) watches its own parent and also whether ``parent`` still exists.
+    Nothing happens in ``parent`` itself (``workers=1`` runs the jobs in-process).
+    """
+    global _WATCHDOG
+    if _WATCHDOG is not None or os.getpid() == parent:
+        return
+    first = os.getppid()
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:  # exists, owned by someone else
+            return True
+        return True
+
+    def orphaned() -> bool:
+        return os.getppid() != first or (first != parent and not alive(parent))
+
+    if orphaned() or (first != parent and not alive(parent)):
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if orphaned():
+                os._exit(1)
+
+    _WATCHDOG = threading.Thread(target=watch, name="clbook-parent-watchdog", daemon=True)
+    _WATCHDOG.start()
+
+
+def dask_setup(worker) -> None:  # noqa: ARG001 - the signature Dask's preload calls
+    """Dask preload hook (``--preload clbook.experiments.runner``): the worker ends when its parent process dies.
+
+    :func:`run_jobs` preloads it into the workers of the ``LocalCluster`` it starts (their parent is this process:
+    the nannies live in it); a worker of a remote cluster does not need it (its life is its scheduler's business).
+    """
+    _exit_with_parent(os.getppid())
 
 def _check_function(function, backend: str, workers: int):
     if not callable(function):
@@ -179,6 +254,16 @@ def _check_out(out) -> Path:
 SCHEDULER_TIMEOUT = 5.0
 """Seconds :func:`run_jobs` waits for a Dask scheduler to answer before it refuses to start (nothing is computed)."""
 
+WORKER_TIMEOUT = 60.0
+"""Seconds a Dask run waits with no worker in its cluster before it stops (:class:`WorkersLost`)."""
+
+_POLL = 1.0
+"""Seconds a Dask run waits for a finished job before it looks at the cluster's workers again."""
+
+
+class WorkersLost(TimeoutError):
+    """A Dask run's cluster has had no worker for ``worker_timeout`` seconds; the partial result is kept."""
+
 
 def _check_scheduler(scheduler: str, timeout: float = SCHEDULER_TIMEOUT) -> None:
     """A ValueError naming --scheduler unless a TCP connection to its address opens within ``timeout`` seconds."""
@@ -200,8 +285,21 @@ def _check_scheduler(scheduler: str, timeout: float = SCHEDULER_TIMEOUT) -> None
                          f"({exc.strerror or exc}); start it, or check the address.") from None
 
 
-def _executor(backend: str, scheduler: str | None, workers: int):
-    """A context manager yielding a function that maps jobs to an iterator of finished (key, result, seconds)."""
+def _cluster_workers(client) -> int:
+    """How many workers the client's cluster has now (0 when the scheduler does not answer)."""
+    try:
+        try:
+            info = client.scheduler_info(n_workers=-1)
+        except TypeError:  # pragma: no cover - dask.distributed before n_workers
+            info = client.scheduler_info()
+        return len(info.get("workers", {}))
+    except Exception:  # noqa: BLE001 - a scheduler that does not answer has no usable worker
+        return 0
+
+
+def _executor(backend: str, scheduler: str | None, workers: int, worker_timeout: float = WORKER_TIMEOUT):
+    """A context manager yielding ``(execute, info)``: ``execute`` maps calls to an iterator of finished
+    (key, result, seconds, provenance); ``info`` holds what the provenance records of the workers."""
     import contextlib
 
     import joblib
@@ -209,39 +307,78 @@ def _executor(backend: str, scheduler: str | None, workers: int):
     @contextlib.contextmanager
     def local():
         if workers == 1:
-            yield lambda calls: (_call(*c) for c in calls)
+            yield (lambda calls: (_call(*c) for c in calls)), dict(workers=1)
             return
-        parallel = joblib.Parallel(n_jobs=workers, backend="loky", return_as="generator_unordered")
-        yield lambda calls: parallel(joblib.delayed(_call)(*c) for c in calls)
+        from joblib.parallel import LokyBackend
+
+        # each loky worker watches this process (PARENT_POLL) and ends with it; other initializer arguments make
+        # joblib start fresh workers rather than reuse ones started without the watchdog
+        loky = LokyBackend(initializer=_exit_with_parent, initargs=(os.getpid(),))
+        parallel = joblib.Parallel(n_jobs=workers, backend=loky, return_as="generator_unordered")
+        yield (lambda calls: parallel(joblib.delayed(_call)(*c) for c in calls)), dict(workers=workers)
 
     @contextlib.contextmanager
     def dask():
         try:
-            from dask.distributed import Client, LocalCluster
+            from dask.distributed import Client, LocalCluster, wait
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError("backend='dask' needs dask.distributed: pip install 'dask[distributed]'.") from exc
         with contextlib.ExitStack() as stack:
             if scheduler:
                 client = stack.enter_context(Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT:g}s"))
+                info = dict(workers=_cluster_workers(client))
             else:
+                # 127.0.0.1 only; every worker runs the preload hook dask_setup (it ends with this process)
                 cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                                           dashboard_address=None))
+                                                           host="127.0.0.1", dashboard_address=None,
+                                                           preload=[__name__]))
                 client = stack.enter_context(Client(cluster))
-            from dask.distributed import as_completed
+                with contextlib.suppress(Exception):
+                    client.wait_for_workers(workers, timeout=worker_timeout)
+                info = dict(workers=_cluster_workers(client), workers_requested=workers)
 
             def run(calls):
-                futures = [client.submit(_call, *c, pure=False) for c in calls]
-                for future in as_completed(futures):
-                    yield future.result()
+                pending = {}
+                for c in calls:
+                    future = client.submit(_call_dask, *c, pure=False)
+                    pending[future.key] = future
+                future = None
+                empty_since = None
+                while pending:
+                    try:
+                        finished = wait(list(pending.values()), timeout=_POLL, return_when="FIRST_COMPLETED").done
+                    except TimeoutError:
+                        finished = ()
+                    values = []
+                    for future in finished:
+                        # gather now and release at once: a worker that dies later holds nothing this run needs
+                        del pending[future.key]
+                        try:
+                            values.append(future.result())
+                        finally:
+                            future.release()
+                    finished = future = None
+                    if values:
+                        empty_since = None
+                        yield from values
+                        continue
+                    if _cluster_workers(client):
+                        empty_since = None
+                    elif empty_since is None:
+                        empty_since = time.monotonic()
+                    elif time.monotonic() - empty_since >= worker_timeout:
+                        raise WorkersLost(f"the Dask cluster has had no worker for {worker_timeout:g} s "
+                                          "(worker_timeout, --worker-timeout)")
 
-            yield run
+            yield run, info
 
     return dask() if backend == "dask" else local()
 
 
 def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings: dict | None = None, workers: int = 2,
              backend: str = "local", scheduler: str | None = None, resume: bool = True, progress: bool = True,
-             threads: int = 1, experiment: str | None = None, discard_complete: bool = False) -> dict:
+             threads: int = 1, experiment: str | None = None, discard_complete: bool = False,
+             worker_timeout: float = WORKER_TIMEOUT) -> dict:
     """Run ``function(**job.params)`` for every job and store the results; return the result dict.
 
     Parameters
@@ -271,6 +408,10 @@ def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings
     discard_complete : bool
         Allow this run to replace a complete ``<name>.json`` that holds jobs it does not have, or that was computed
         with other settings (``--discard-complete``); without it that is a ValueError, ``resume=False`` included.
+    worker_timeout : float
+        Seconds a Dask run goes on with no worker in its cluster (all of them died, or none came) before it stops
+        with a one-line :class:`WorkersLost` naming this timeout (``--worker-timeout``); the partial file keeps
+        the finished jobs, and the same call resumes from it.
 
     Before the first job, ``out`` must be a folder that exists or can be created and is writable, and a
     ``scheduler`` must answer within :data:`SCHEDULER_TIMEOUT` seconds; otherwise a ValueError says which. A run
@@ -285,6 +426,9 @@ def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings
             raise ValueError(f"scheduler must be the address of a Dask scheduler, e.g. 'tcp://host:8786'; got {scheduler!r}.")
         backend = "dask"
     workers = check_int("workers", workers, 1, 512)
+    if isinstance(worker_timeout, bool) or not isinstance(worker_timeout, (int, float)) or not (
+            math.isfinite(worker_timeout) and worker_timeout > 0):
+        raise ValueError(f"worker_timeout must be a number of seconds > 0; got worker_timeout = {worker_timeout!r}.")
     threads = check_int("threads", threads, 1, 256)
     _check_function(function, backend, workers)
     jobs = _check_jobs(jobs)
@@ -309,11 +453,14 @@ def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings
     prov = results.provenance(command, 0.0, backend=backend if scheduler is None else f"dask at {scheduler}", workers=workers,
                               threads_per_job=threads, resumed_jobs=len(done))
     data = dict(experiment=experiment or name, name=name, complete=False, settings=settings, jobs=dict(done), provenance=prov)
+    used: set[str] = set()  # the Dask workers that ran this run's jobs
 
     def write(path: Path) -> None:
         ordered = {job.key: data["jobs"][job.key] for job in jobs if job.key in data["jobs"]}
         codes = sorted({str(v.get("provenance", {}).get("code")) for v in ordered.values() if v.get("provenance")})
         extra = dict(job_codes=codes) if len(codes) > 1 else {}
+        if used:
+            extra["workers_used"] = len(used)
         data.update(jobs=ordered, provenance=prov | dict(seconds=round(earlier_wall + time.perf_counter() - start, 1),
                                                           job_seconds=round(sum(v.get("seconds") or 0.0 for v in ordered.values()), 1))
                     | extra)
@@ -324,12 +471,21 @@ def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings
 
         calls = [(function, job.key, job.params, threads) for job in todo]
         params = {job.key: job.params for job in todo}
-        with _executor(backend, scheduler, workers) as execute, tqdm(total=len(jobs), initial=len(done), disable=not progress,
-                                                                      desc=name, unit="job") as bar:
-            for key, result, seconds, job_prov in execute(calls):
-                data["jobs"][key] = dict(params=params[key], result=result, seconds=round(seconds, 2), provenance=job_prov)
-                write(partial)
-                bar.update(1)
+        try:
+            with _executor(backend, scheduler, workers, worker_timeout) as (execute, info), \
+                    tqdm(total=len(jobs), initial=len(done), disable=not progress, desc=name, unit="job") as bar:
+                prov.update(info)  # the cluster's real worker count, not --workers
+                for key, result, seconds, job_prov in execute(calls):
+                    data["jobs"][key] = dict(params=params[key], result=result, seconds=round(seconds, 2), provenance=job_prov)
+                    if "worker" in job_prov:
+                        used.add(job_prov["worker"])
+                    write(partial)
+                    bar.update(1)
+        except WorkersLost as exc:
+            kept = len(data["jobs"])
+            where = f"kept in {partial}" if partial.is_file() else "none stored"
+            raise WorkersLost(f"{name}: {exc}; {kept} of {len(jobs)} jobs finished ({where}); run the same command again "
+                              "to resume.") from None
     data["complete"] = True
     write(final)
     partial.unlink(missing_ok=True)
@@ -347,6 +503,17 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
     return value
 
 
@@ -408,7 +575,8 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, workers: int = 2, discard_complete: bool = False) -> argparse.ArgumentParser:
-    """The options every experiment's command line shares: ``--out --workers --backend --scheduler --fresh``.
+    """The options every experiment's command line shares: ``--out --workers --backend --scheduler --fresh
+    --worker-timeout`` (pass ``args.worker_timeout`` on to :func:`run_jobs`).
 
     With ``discard_complete=True`` also ``--discard-complete`` (pass ``args.discard_complete`` on to
     :func:`run_jobs`; a command line that does not must not offer it).
@@ -423,6 +591,9 @@ def add_arguments(parser: argparse.ArgumentParser, *, workers: int = 2, discard_
                              f"answer within {SCHEDULER_TIMEOUT:g} s)")
     parser.add_argument("--fresh", action="store_true", help="ignore an earlier partial result and start over (refused "
                         "where a complete result holds jobs this run does not have)")
+    parser.add_argument("--worker-timeout", type=_positive_seconds, default=WORKER_TIMEOUT, metavar="SECONDS",
+                        help="a Dask run stops when its cluster has had no worker this long; the partial result is kept "
+                             f"for a resume (default {WORKER_TIMEOUT:g})")
     if discard_complete:
         parser.add_argument("--discard-complete", action="store_true",
                             help="allow this run to replace a complete result that has other jobs or other settings")
