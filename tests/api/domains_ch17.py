@@ -1,4 +1,4 @@
-"""API domains of Chapter 17's modules: clbook.experiments.landscape, clbook.losses.ntxent, clbook.losses.noncontrastive.
+"""API domains of Chapter 17's modules: the package clbook.experiments.landscape, clbook.losses.ntxent, clbook.losses.noncontrastive.
 
 Training calls are tiny (p = 6, d = 2, m = 4, n = 8, two epochs); the full experiments are exempt (their quick modes,
 resumption and bad arguments are tested in tests/unit/test_landscape_experiments.py).
@@ -46,6 +46,30 @@ def _stored(scheme_models):
     return {"jobs": jobs}
 
 
+def _net(name: str) -> dict:
+    """A network of the tiny size (p = 6, d = 2, m = 4), stacked for R = 2 runs."""
+    from clbook.experiments.landscape import models as LM
+
+    P = [LM.init_network(torch.Generator().manual_seed(r), L.MODELS[name], p=6, d=2, m=4, bias_init="uniform")[0] for r in range(2)]
+    return {k: torch.stack([q[k] for q in P]) for k in P[0]}
+
+
+def _views(views: int) -> torch.Tensor:
+    """Inputs ``[2, 5, 6]`` (one view) or ``[2, 2, 5, 6]`` (two views)."""
+    return torch.randn(2, *((views,) if views else ()), 5, 6, generator=torch.Generator().manual_seed(1), dtype=_D)
+
+
+def _step_args(name: str) -> dict:
+    spec = L.MODELS[name]
+    P = {k: v.requires_grad_() for k, v in _net(name).items()}
+    H = {k: v.requires_grad_() for k, v in _HEAD.items()} if spec.head != "none" else {}
+    H = {k: v.detach().clone().requires_grad_() for k, v in H.items()}
+    return dict(P=P, H=H, a=_views(2), spec=spec, temperature=0.5, lr=0.01, normalize=None)
+
+
+_HEAD = {"Wh": torch.randn(2, 4, 4, generator=_g, dtype=_D), "bh": torch.randn(2, 4, generator=_g, dtype=_D)}
+
+
 _VALUES = L.end_values({"CL-basic": _rows(), "NCL-basic": _rows(model="NCL-basic")})
 
 DOMAINS: dict = {
@@ -77,15 +101,45 @@ DOMAINS: dict = {
         expect=lambda out, kw: out.numel() == 1 and -1 - 1e-12 <= float(out) <= 1 + 1e-12,
         invalid=(Bad({"_args": (_h, _h, _h, _h[..., :2])}, "z2"), Bad({"_args": (_h, _h, _h * _nan, _h)}, "z1"))),
     # ------------------------------------------------------------------ clbook.experiments.landscape
-    "clbook.experiments.landscape.Model": Spec(
+    "clbook.experiments.landscape.models.Model": Spec(
         valid=st.fixed_dictionaries({"loss": st.sampled_from(["ncl", "ntxent", "simsiam"]), "bn": st.booleans(),
                                      "srelu": st.booleans(), "layers": st.sampled_from([1, 2]),
                                      "head": st.sampled_from(["none", "predictor", "projector"])}),
         expect=lambda out, kw: out.loss == kw["loss"],
         invalid=(Bad({"loss": "byol", "bn": True, "srelu": True}, "loss"), Bad({"loss": "ncl", "bn": True, "srelu": True, "layers": 3}, "layers"),
                  Bad({"loss": "ncl", "bn": True, "srelu": True, "head": "mlp"}, "head"))),
-    "clbook.experiments.landscape.TrainResult": Spec(exempt=EXEMPT_RECORD),
-    "clbook.experiments.landscape.train": Spec(
+    "clbook.experiments.landscape.training.TrainResult": Spec(exempt=EXEMPT_RECORD),
+    "clbook.experiments.landscape.models.encode": Spec(
+        valid=st.fixed_dictionaries({"model": st.sampled_from(["NCL-linear", "CL-basic", "NCL-basic-2L"]), "views": st.booleans()})
+        .map(lambda kw: dict(P=_net(kw["model"]), a=_views(2 if kw["views"] else 0), model=L.MODELS[kw["model"]])),
+        expect=lambda out, kw: tuple(out.shape) == (*kw["a"].shape[:-1], 4),
+        invalid=(Bad({"P": {}, "a": _views(0), "model": L.MODELS["CL-basic"]}, "P"),
+                 Bad({"P": _net("CL-basic"), "a": _views(0)[..., :5], "model": L.MODELS["CL-basic"]}, "a"),
+                 Bad({"P": _net("CL-basic"), "a": _views(0), "model": "CL-basic"}, "model"))),
+    "clbook.experiments.landscape.models.apply_head": Spec(
+        valid=fixed(H=_HEAD, h=torch.randn(2, 5, 4, generator=_g, dtype=_D)), expect=shape(2, 5, 4),
+        invalid=(Bad({"H": {}, "h": _h}, "H"), Bad({"H": _HEAD, "h": torch.zeros(2, 5, 3, dtype=_D)}, "h"))),
+    "clbook.experiments.landscape.models.init_network": Spec(
+        valid=st.fixed_dictionaries({"generator": generators(), "model": st.sampled_from(list(L.MODELS.values())), "p": st.just(6),
+                                     "d": st.just(2), "m": st.just(4), "bias_init": st.sampled_from(list(L.BIAS_INITS))}),
+        expect=lambda out, kw: tuple(out[0]["W0"].shape) == (4, 6) and out[1] is None,
+        invalid=(Bad({"generator": 3, "model": L.MODELS["CL-basic"], "p": 6, "d": 2, "m": 4}, "generator"),
+                 Bad({"generator": _g, "model": "CL-basic", "p": 6, "d": 2, "m": 4}, "model"),
+                 Bad({"generator": _g, "model": L.MODELS["CL-basic"], "p": 0, "d": 2, "m": 4}, "p"),
+                 Bad({"generator": _g, "model": L.MODELS["CL-basic"], "p": 6, "d": 2, "m": 4, "bias_init": "normal"}, "bias_init"),
+                 Bad({"generator": _g, "model": L.MODELS["CL-basic"], "p": 6, "d": 2, "m": 4, "warm": 0.1}, "M"))),
+    "clbook.experiments.landscape.models.init_head": Spec(
+        valid=st.fixed_dictionaries({"generator": generators(), "p": st.just(6), "d": st.just(2), "m": st.integers(1, 5),
+                                     "bias_init": st.sampled_from(list(L.BIAS_INITS))}),
+        expect=lambda out, kw: tuple(out["Wh"].shape) == (kw["m"], kw["m"]) and tuple(out["bh"].shape) == (kw["m"],),
+        invalid=(Bad({"generator": 3, "p": 6, "d": 2, "m": 4}, "generator"), Bad({"generator": _g, "p": 6, "d": 2, "m": 0}, "m"))),
+    "clbook.experiments.landscape.models.SharedEncoder": Spec(
+        exempt="a torch.autograd.Function used through SharedEncoder.apply by the training step; its forward and backward "
+               "passes are compared with autograd (and gradcheck) in tests/unit/test_landscape_experiments.py"),
+    "clbook.experiments.landscape.training.step_shared": Spec(
+        valid=st.sampled_from(["CL-basic", "CL-linear", "SimCLR", "SimSiam"]).map(_step_args), expect=shape(2),
+        invalid=(Bad({**_step_args("SimSiam"), "P": {}}, "P"),)),
+    "clbook.experiments.landscape.training.train": Spec(
         valid=st.fixed_dictionaries({"model": st.sampled_from(["NCL-linear", "CL-basic", "NCL-basic-2L", "SimCLR", "SimSiam"]),
                                      "sparsities": st.just([0.2]), "seeds": st.sampled_from([[1], [1, 2]]),
                                      "scheme": st.sampled_from(["independent", "dependent"]),
@@ -100,86 +154,86 @@ DOMAINS: dict = {
                  Bad({"model": "CL-basic", **_tiny, "dtype": torch.float16}, "dtype"),
                  Bad({"model": "CL-basic", **_tiny, "normalize": "both"}, "normalize"),
                  Bad({"model": "CL-basic", **_tiny, "seeds": []}, "seeds"))),
-    "clbook.experiments.landscape.train_job": Spec(
+    "clbook.experiments.landscape.training.train_job": Spec(
         valid=fixed(model="NCL-basic", sparsities=[0.2], seeds=[1], record=1, **_tiny),
         expect=lambda out, kw: len(out["rows"]) == 1 and out["rows"][0]["epochs"] == [0, 1, 2],
         invalid=(Bad({"model": "x", **_tiny}, "model"), Bad({"model": "NCL-basic", **_tiny, "record": 0}, "record"))),
-    "clbook.experiments.landscape.batchnorm": Spec(
+    "clbook.experiments.landscape.models.batchnorm": Spec(
         valid=st.fixed_dictionaries({"u": tensors(2, 5, 3), "gamma": tensors(2, 3), "beta": tensors(2, 3)}),
         expect=shape(2, 5, 3),
         invalid=(Bad({"u": torch.zeros(5, 3, dtype=_D), "gamma": torch.ones(4, dtype=_D), "beta": torch.zeros(3, dtype=_D)}, "gamma"),
                  Bad({"u": torch.zeros(1, 3, dtype=_D), "gamma": torch.ones(3, dtype=_D), "beta": torch.zeros(3, dtype=_D)}, "u"),
                  Bad({"u": torch.zeros(5, 3, dtype=_D), "gamma": torch.ones(3, dtype=_D), "beta": torch.zeros(3, dtype=_D), "eps": 0.0}, "eps"))),
-    "clbook.experiments.landscape.exact_latents": Spec(
+    "clbook.experiments.landscape.models.exact_latents": Spec(
         valid=st.fixed_dictionaries({"n": st.integers(1, 20), "d": st.integers(4, 12), "sparsity": st.floats(0.05, 0.5),
                                      "generator": generators()}),
         expect=lambda out, kw: tuple(out.shape) == (kw["n"], kw["d"]) and bool((out != 0).any(-1).all()),
         invalid=(Bad({"n": 0, "d": 5, "sparsity": 0.2, "generator": _g}, "n"), Bad({"n": 2, "d": 5, "sparsity": 1.5, "generator": _g}, "sparsity"),
                  Bad({"n": 2, "d": 1, "sparsity": 1.0, "generator": _g}, "sparsity"),
                  Bad({"n": 2, "d": 5, "sparsity": 0.2, "generator": 3}, "generator"))),
-    "clbook.experiments.landscape.jobs": Spec(
+    "clbook.experiments.landscape.experiments.jobs": Spec(
         valid=st.fixed_dictionaries({"experiment": st.sampled_from(list(L.EXPERIMENTS)), "quick": st.booleans()}),
         expect=lambda out, kw: len(out) > 0 and all(j.params["paired"] for j in out),
         invalid=(Bad({"experiment": "table3"}, "experiment"), Bad({"experiment": "table1", "epochs": 0}, "epochs"),
                  Bad({"experiment": "table1", "models": ["CL-huge"]}, "model"),
                  Bad({"experiment": "table1", "sparsities": [2.0]}, "sparsity"), Bad({"experiment": "table1", "seeds": [-1]}, "seed"))),
-    "clbook.experiments.landscape.run": Spec(exempt=EXEMPT_HEAVY),
-    "clbook.experiments.landscape.bench": Spec(exempt=EXEMPT_HEAVY),
-    "clbook.experiments.landscape.faithfulness": Spec(exempt=EXEMPT_HEAVY),
-    "clbook.experiments.landscape.main": Spec(exempt=EXEMPT_CLI),
-    "clbook.experiments.landscape.estimate": Spec(
+    "clbook.experiments.landscape.experiments.run": Spec(exempt=EXEMPT_HEAVY),
+    "clbook.experiments.landscape.benchmark.bench": Spec(exempt=EXEMPT_HEAVY),
+    "clbook.experiments.landscape.authors.faithfulness": Spec(exempt=EXEMPT_HEAVY),
+    "clbook.experiments.landscape.cli.main": Spec(exempt=EXEMPT_CLI),
+    "clbook.experiments.landscape.experiments.estimate": Spec(
         valid=st.fixed_dictionaries({"experiments": st.just(["table1"]), "workers": st.integers(1, 4),
                                      "ms_per_epoch": st.just({"SimCLR": 20.0, "SimSiam": 4.0}), "slowdown": st.floats(1.0, 2.0)}),
         expect=lambda out, kw: out["wall_seconds"] > 0,
         invalid=(Bad({"experiments": ["table1"], "ms_per_epoch": {"SimCLR": 20.0}}, "ms_per_epoch"),
                  Bad({"experiments": ["table1"], "ms_per_epoch": {"SimCLR": 20.0, "SimSiam": 4.0}, "workers": 0}, "workers"),
                  Bad({"experiments": ["table9"], "ms_per_epoch": {}}, "experiment"))),
-    "clbook.experiments.landscape.step_flops": Spec(
+    "clbook.experiments.landscape.benchmark.step_flops": Spec(
         valid=st.fixed_dictionaries({"model": st.sampled_from(["CL-basic", "CL-linear", "SimCLR"]), "batch": st.integers(1, 1024)}),
         expect=_is_int,
         invalid=(Bad({"model": "NCL-basic"}, "model"), Bad({"model": "CL-basic", "batch": 0}, "batch"))),
-    "clbook.experiments.landscape.collect": Spec(
+    "clbook.experiments.landscape.analysis.collect": Spec(
         valid=fixed(data=_stored(["CL-basic", "NCL-basic"])),
         expect=lambda out, kw: set(out) == {"CL-basic", "NCL-basic"} and len(out["CL-basic"]) == 6,
         invalid=(Bad({"data": 3}, "data"), Bad({"data": {"jobs": {"a/0.1": {}}}}, "data"))),
-    "clbook.experiments.landscape.mixed": Spec(
+    "clbook.experiments.landscape.analysis.mixed": Spec(
         valid=fixed(independent=_stored(["CL-basic", "NCL-basic"]), dependent=_stored(["CL-basic"])),
         expect=lambda out, kw: set(out) == {"CL-basic", "NCL-basic"},
         invalid=(Bad({"independent": _stored(["CL-basic", "NCL-basic"]), "dependent": _stored(["NCL-basic"])}, "dependent"),)),
-    "clbook.experiments.landscape.end_values": Spec(
+    "clbook.experiments.landscape.analysis.end_values": Spec(
         valid=fixed(groups={"CL-basic": _rows(), "NCL-basic": _rows(model="NCL-basic")}),
         expect=lambda out, kw: len(out) == 2 * 2 * 3 and all(len(v) == 3 for v in out.values()),
         invalid=(Bad({"groups": {}}, "groups"), Bad({"groups": {"CL-basic": [{"seed": 1}]}}, "rows"))),
-    "clbook.experiments.landscape.paired_gap": Spec(
+    "clbook.experiments.landscape.analysis.paired_gap": Spec(
         valid=st.fixed_dictionaries({"values": st.just(_VALUES), "a": st.just("CL-basic"), "b": st.just("NCL-basic"),
                                      "sparsity": st.sampled_from([0.1, 0.2]), "metric": st.sampled_from(list(L.METRICS))}),
         expect=lambda out, kw: abs(out[0]) < 1e-12 and out[1] >= 0,
         invalid=(Bad({"values": _VALUES, "a": "CL-basic", "b": "X", "sparsity": 0.1}, "values"),
                  Bad({"values": _VALUES, "a": "CL-basic", "b": "NCL-basic", "sparsity": 0.1, "metric": "mean"}, "metric"),
                  Bad({"values": 3, "a": "CL-basic", "b": "NCL-basic", "sparsity": 0.1}, "values"))),
-    "clbook.experiments.landscape.ablation_effects": Spec(
+    "clbook.experiments.landscape.analysis.ablation_effects": Spec(
         valid=fixed(baseline=_VALUES, variants={"x": _VALUES}, models=("CL-basic", "NCL-basic"), sparsity=0.1),
         expect=lambda out, kw: [r["factor"] for r in out] == ["baseline", "x"] and out[1]["change"]["CL-basic"] == (0.0, 0.0),
         invalid=(Bad({"baseline": _VALUES, "variants": {"x": _VALUES}, "models": ("CL-basic",)}, "models"),
                  Bad({"baseline": _VALUES, "variants": {"x": {}}, "models": ("CL-basic", "NCL-basic"), "sparsity": 0.1}, "variants"),
                  Bad({"baseline": _VALUES, "variants": 3, "models": ("CL-basic", "NCL-basic")}, "variants"),
                  Bad({"baseline": _VALUES, "variants": {}, "models": ("CL-basic", "NCL-basic"), "metric": "x"}, "metric"))),
-    "clbook.experiments.landscape.replay": Spec(
+    "clbook.experiments.landscape.analysis.replay": Spec(
         valid=st.fixed_dictionaries({"data": st.just(L.load("table2-independent")), "model": st.sampled_from(["NCL-linear", "NCL-basic"]),
                                      "seed": st.sampled_from([1, 5]), "epochs": st.just(2)}),
         expect=lambda out, kw: out["epochs"] == [0] and out["max_abs_diff"] < 1e-3, max_examples=2,
         invalid=(Bad({"data": {}, "model": "NCL-basic"}, "data"), Bad({"data": L.load("table2-independent"), "model": "X"}, "data"),
                  Bad({"data": L.load("table2-independent"), "model": "NCL-basic", "epochs": 9000}, "epochs"),
                  Bad({"data": L.load("table2-independent"), "model": "NCL-basic", "seed": 9, "epochs": 2}, "seed"))),
-    "clbook.experiments.landscape.summarise": Spec(
+    "clbook.experiments.landscape.analysis.summarise": Spec(
         valid=st.fixed_dictionaries({"rows": st.just(_rows()), "where": st.sampled_from(["start", "end"])}),
         expect=lambda out, kw: set(out) == {0.1, 0.2} and all(len(v) == 3 for v in out.values()),
         invalid=(Bad({"rows": _rows(), "where": "middle"}, "where"), Bad({"rows": []}, "rows"), Bad({"rows": [{"seed": 1}]}, "rows"))),
-    "clbook.experiments.landscape.trajectory_summary": Spec(
+    "clbook.experiments.landscape.analysis.trajectory_summary": Spec(
         valid=st.fixed_dictionaries({"rows": st.just(_rows()), "metric": st.sampled_from(list(L.METRICS))}),
         expect=lambda out, kw: all(v["count"] == 3 and len(v["mean"]) == 2 for v in out.values()),
         invalid=(Bad({"rows": _rows(), "metric": "mean"}, "metric"), Bad({"rows": []}, "rows"))),
-    "clbook.experiments.landscape.load": Spec(
+    "clbook.experiments.landscape.experiments.load": Spec(
         valid=st.fixed_dictionaries({"name": st.sampled_from(["bench", "table4"])}),
         expect=lambda out, kw: isinstance(out, dict) and "provenance" in out,
         invalid=(Bad({"name": "table9"}, "name"), Bad({"name": 3}, "name"))),

@@ -9,6 +9,10 @@ import torch
 import clbook
 from clbook.data import sparse_coding as sc
 from clbook.experiments import landscape as L
+from clbook.experiments.landscape import authors as LF
+from clbook.experiments.landscape import benchmark as LB
+from clbook.experiments.landscape import models as LM
+from clbook.experiments.landscape import training as LT
 from clbook.losses import ntxent as NX
 
 SMALL = dict(p=12, d=4, m=8, n=40, batch=16, epochs=4, keep_weights=True)
@@ -50,7 +54,7 @@ def test_warm_start_and_normalisation_stacked():
 def _reference_step_grads(P, a, T):
     """The step the old code took: encode each view separately [R, B, p], concatenate, NT-Xent by logsumexp + autograd."""
     spec = L.MODELS["CL-basic"]
-    h1, h2 = L._encode(P, a[:, 0], spec), L._encode(P, a[:, 1], spec)
+    h1, h2 = LM.encode(P, a[:, 0], spec), LM.encode(P, a[:, 1], spec)
     loss = NX.nt_xent_reference(h1, h2, temperature=T)
     return loss.detach(), torch.autograd.grad(loss.sum(), list(P.values()))
 
@@ -58,11 +62,11 @@ def _reference_step_grads(P, a, T):
 @pytest.mark.parametrize("dtype, rtol", [(torch.float64, 1e-10), (torch.float32, 2e-3)])
 def test_optimised_step_equals_reference_step(dtype, rtol):
     g = clbook.generator(11)
-    spec, P, H, a = L._cl_step_state("CL-basic", 3, 64, 12, 4, 8, g, dtype=dtype)
+    spec, P, H, a = LB._cl_step_state("CL-basic", 3, 64, 12, 4, 8, g, dtype=dtype)
     with torch.no_grad():  # non-zero thresholds, so SReLU's dead zone matters
         P["b0"].copy_(0.05 * clbook.randn(3, 8, generator=g, dtype=dtype))
     ref_loss, ref_grads = _reference_step_grads(P, a, 0.05)
-    h = L._encode(P, a, spec)
+    h = LM.encode(P, a, spec)
     loss = NX._nt_xent_views(h, 0.05)
     grads = torch.autograd.grad(loss.sum(), list(P.values()))
     torch.testing.assert_close(loss.detach(), ref_loss, rtol=rtol, atol=0.0)
@@ -73,31 +77,31 @@ def test_optimised_step_equals_reference_step(dtype, rtol):
 @pytest.mark.parametrize("name", ["CL-basic", "CL-linear"])
 def test_fused_encoder_equals_autograd(name):
     g = clbook.generator(3)
-    spec, P, H, a = L._cl_step_state(name, 3, 32, 12, 4, 8, g, dtype=torch.float64)
+    spec, P, H, a = LB._cl_step_state(name, 3, 32, 12, 4, 8, g, dtype=torch.float64)
     with torch.no_grad():  # thresholds of both signs (a negative one makes SReLU 2y inside (b, -b)), a trained BatchNorm
         P["b0"].copy_(0.3 * clbook.randn(3, 8, generator=g))
         if "g0" in P:
             P["g0"].add_(0.2 * clbook.randn(3, 8, generator=g))
             P["c0"].add_(0.1 * clbook.randn(3, 8, generator=g))
-    h = L._encode(P, a, spec)
+    h = LM.encode(P, a, spec)
     ref = h / h.norm(dim=-1, keepdim=True)
     gZ = clbook.randn(*ref.shape, generator=g)
     ref_grads = torch.autograd.grad((ref * gZ).sum(), list(P.values()))
-    Z = L._SharedEncoder.apply(a, P["W0"], P["b0"], P.get("g0"), P.get("c0"), spec.srelu)
+    Z = LM.SharedEncoder.apply(a, P["W0"], P["b0"], P.get("g0"), P.get("c0"), spec.srelu)
     torch.testing.assert_close(Z, ref, rtol=1e-12, atol=1e-14)
     for x, y in zip(torch.autograd.grad((Z * gZ).sum(), list(P.values())), ref_grads, strict=True):
         torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-13)
     args = [P[k].detach().clone().requires_grad_() for k in P]
-    fn = lambda W, b, *gc: L._SharedEncoder.apply(a[:, :, :5], W, b, *(gc or (None, None)), spec.srelu)  # noqa: E731
+    fn = lambda W, b, *gc: LM.SharedEncoder.apply(a[:, :, :5], W, b, *(gc or (None, None)), spec.srelu)  # noqa: E731
     assert torch.autograd.gradcheck(fn, args)
 
 
 def test_step_update_is_sgd():
     g = clbook.generator(12)
-    spec, P, H, a = L._cl_step_state("CL-linear", 2, 32, 12, 4, 8, g, dtype=torch.float64)
+    spec, P, H, a = LB._cl_step_state("CL-linear", 2, 32, 12, 4, 8, g, dtype=torch.float64)
     before = {k: v.detach().clone() for k, v in P.items()}
-    grads = torch.autograd.grad(NX._nt_xent_views(L._encode(P, a, spec), 0.05).sum(), list(P.values()))
-    L._step_shared(P, H, a, spec, 0.05, 0.1, None)
+    grads = torch.autograd.grad(NX._nt_xent_views(LM.encode(P, a, spec), 0.05).sum(), list(P.values()))
+    LT.step_shared(P, H, a, spec, 0.05, 0.1, None)
     for (k, v), gr in zip(P.items(), grads, strict=True):
         torch.testing.assert_close(v.detach(), before[k] - 0.1 * gr, rtol=1e-12, atol=1e-14)
 
@@ -111,7 +115,7 @@ def _record_masks(monkeypatch):
         drawn.append(out[0].clone())
         return out
 
-    monkeypatch.setattr(L.sc, "masks", spy)
+    monkeypatch.setattr(sc, "masks", spy)
     return drawn
 
 
@@ -139,13 +143,13 @@ def test_exact_latents_match_the_codes_counts():
 
 def _capture_views(monkeypatch):
     seen = []
-    real = L._step_shared
+    real = LT.step_shared
 
     def spy(P, H, a, *args):
         seen.append(a.detach().clone())
         return real(P, H, a, *args)
 
-    monkeypatch.setattr(L, "_step_shared", spy)
+    monkeypatch.setattr(LT, "step_shared", spy)
     return seen
 
 
@@ -172,14 +176,14 @@ def test_noise_zero_views_are_masked_clean_data(monkeypatch):
 
 def test_drop_last_and_bias_init(monkeypatch):
     calls = []
-    real = L._step_two
-    monkeypatch.setattr(L, "_step_two", lambda *args: calls.append(1) or real(*args))
+    real = LT._step_two
+    monkeypatch.setattr(LT, "_step_two", lambda *args: calls.append(1) or real(*args))
     L.train("NCL-linear", sparsities=(0.2,), seeds=(1,), p=12, d=4, m=8, n=40, batch=16, epochs=1, drop_last=True)
     assert len(calls) == 2  # 40 = 16 + 16 + 8: the last 8 are dropped
     calls.clear()
     L.train("NCL-linear", sparsities=(0.2,), seeds=(1,), p=12, d=4, m=8, n=40, batch=16, epochs=1)
     assert len(calls) == 3
-    P, _ = L._init(clbook.generator(0), L.MODELS["NCL-basic-2L"], p=12, d=4, m=8, M=None, warm=None, bias_init="uniform")
+    P, _ = LM.init_network(clbook.generator(0), L.MODELS["NCL-basic-2L"], p=12, d=4, m=8, M=None, warm=None, bias_init="uniform")
     assert 0 < P["b0"].abs().max() <= 12 ** -0.5 and 0 < P["b1"].abs().max() <= 8 ** -0.5
 
 
@@ -362,7 +366,7 @@ def test_authors_shim_records_their_metric(tmp_path):
         (tmp_path / path).write_text(text)
     import sys as _sys
 
-    out = L._run_authors(tmp_path, "main.py", [], record=2, python=_sys.executable, pythonpath=None, workdir=tmp_path)
+    out = LF._run_authors(tmp_path, "main.py", [], record=2, python=_sys.executable, pythonpath=None, workdir=tmp_path)
     assert out["complete"] and len(out["runs"]) == 2
     assert out["runs"][1]["epochs"] == [0, 2, 4] and out["runs"][1]["maximum"] == [0.0, 2.0, 4.0]
     assert out["runs"][0]["minimum"] == [0.0, 0.5, 1.0]
