@@ -256,6 +256,25 @@ def filter_gradients(variant: Variant, W1: torch.Tensor, W2: torch.Tensor, token
     return grad[0, 0].transpose(-1, -2)
 
 
+def _check_train(variants, seeds, *, beta, candidates, steps, batch, history_every, lr, temperature, zeta, output_dim, num_tokens):
+    """:func:`train`'s argument checks; returns ``(variants, seeds, beta, P, steps, batch, history_every)``, checked."""
+    variants = list(variants)
+    if not variants or not all(isinstance(v, Variant) for v in variants):
+        raise TypeError("variants must be a non-empty sequence of Variant.")
+    seeds = [check_int("seeds[k]", s, 0) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds must name at least one seed.")
+    beta = check_int("beta", beta, 1)
+    P = check_int("candidates", candidates, 1, num_tokens)
+    steps = check_int("steps", steps, 1)
+    n = check_int("batch", batch, 2)
+    history_every = check_int("history_every", history_every, 0)
+    for name, value in (("lr", lr), ("temperature", temperature), ("zeta", zeta)):
+        check_positive(name, value)
+    check_int("output_dim", output_dim, 1)
+    return variants, seeds, beta, P, steps, n, history_every
+
+
 def train(variants, seeds, *, beta: int, candidates: int, zeta: float = 1.0, steps: int = 5000, batch: int = 128,
           lr: float = 0.02, momentum: float = 0.9, weight_decay: float = 5e-3, temperature: float = 0.1,
           output_dim: int = 50, num_tokens: int = 20, num_positions: int = 10, num_generators: int = 40,
@@ -283,20 +302,9 @@ def train(variants, seeds, *, beta: int, candidates: int, zeta: float = 1.0, ste
     from ..config import _target
 
     device, dtype = _target(device, dtype)
-    variants = list(variants)
-    if not variants or not all(isinstance(v, Variant) for v in variants):
-        raise TypeError("variants must be a non-empty sequence of Variant.")
-    seeds = [check_int("seeds[k]", s, 0) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds must name at least one seed.")
-    beta = check_int("beta", beta, 1)
-    P = check_int("candidates", candidates, 1, num_tokens)
-    steps = check_int("steps", steps, 1)
-    n = check_int("batch", batch, 2)
-    history_every = check_int("history_every", history_every, 0)
-    for name, value in (("lr", lr), ("temperature", temperature), ("zeta", zeta)):
-        check_positive(name, value)
-    check_int("output_dim", output_dim, 1)
+    variants, seeds, beta, P, steps, n, history_every = _check_train(
+        variants, seeds, beta=beta, candidates=candidates, steps=steps, batch=batch, history_every=history_every, lr=lr,
+        temperature=temperature, zeta=zeta, output_dim=output_dim, num_tokens=num_tokens)
     start = time.perf_counter()
     worlds = make_worlds(seeds, num_tokens=num_tokens, num_positions=num_positions, candidates_per_position=P,
                          num_generators=num_generators, pattern_len=pattern_len, zeta=zeta)
