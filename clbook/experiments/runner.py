@@ -458,7 +458,8 @@ def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings
     def write(path: Path) -> None:
         ordered = {job.key: data["jobs"][job.key] for job in jobs if job.key in data["jobs"]}
         codes = sorted({str(v.get("provenance", {}).get("code")) for v in ordered.values() if v.get("provenance")})
-        extra = dict(job_codes=codes) if len(codes) > 1 else {}
+        # the jobs' own code versions, wherever one differs from this process's (a worker with other code)
+        extra = dict(job_codes=codes) if codes and codes != [str(prov["code"])] else {}
         if used:
             extra["workers_used"] = len(used)
         data.update(jobs=ordered, provenance=prov | dict(seconds=round(earlier_wall + time.perf_counter() - start, 1),
