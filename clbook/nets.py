@@ -40,6 +40,8 @@ class MLP(nn.Module):
         Where the weights live and their dtype (float64 or float32); default those of :func:`clbook.setup`.
         A CUDA device without a GPU is a ValueError.
 
+    Notes
+    -----
     Building the network draws only from ``generator``: torch's global random stream is left where it was.
     :meth:`forward` takes a finite floating-point tensor ``[n, d_in]`` on the model's device and of its dtype, and
     says which of these it is not (a TypeError or ValueError naming ``x``), instead of an error from inside torch.
