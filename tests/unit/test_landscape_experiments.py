@@ -453,3 +453,116 @@ def test_replay_reproduces_the_stored_run_and_fails_on_another():
     other = L.replay(L.load("table2-dependent"), "NCL-basic", sparsity=0.2, seed=1, epochs=100)
     run = next(x for x in L.collect(data)["NCL-basic"] if x["sparsity"] == 0.2 and x["seed"] == 1)
     assert max(abs(other["live"][m][1] - run[m][1]) for m in L.METRICS) > 0.02  # the other scheme's run is not this one
+
+
+# ------------------------------------------------------------------------------------------------ command line, continued
+
+
+def _fails(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        L.main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("python -m clbook.experiments.landscape: error: ")  # one line
+    return err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["table1", "--factors", "noise=0"], "--factors applies to ablation and pilot only"),
+    (["table1", "--checkout", "/tmp"], "--checkout applies to faithfulness only"),
+    (["bench", "--seeds", "1"], "--seeds does not apply to bench"),
+    (["faithfulness", "--checkout", "/tmp", "--models", "CL-basic"], "--models does not apply to faithfulness"),
+])
+def test_command_line_refuses_options_that_do_not_apply(argv, says, capsys):
+    assert says in _fails(argv, capsys)
+
+
+def test_command_line_checks_out_and_every_experiment_before_any_job(tmp_path, capsys, monkeypatch):
+    ran = []
+    monkeypatch.setattr(LT, "train", lambda *a, **k: ran.append(1))
+    afile = tmp_path / "file"
+    afile.write_text("")
+    assert "is an existing file" in _fails(["table1", "--quick", "--workers", "1", "--out", str(afile)], capsys)
+    assert "is an existing file" in _fails(["bench", "--out", str(afile)], capsys)
+    # the second experiment has no job for SimCLR: refused before the first one runs
+    assert "no jobs" in _fails(["table1", "ablation", "--quick", "--models", "SimCLR", "--workers", "1", "--out", str(tmp_path)], capsys)
+    assert not ran and not list(tmp_path.glob("quick-*"))
+
+
+def test_command_line_help_lists_names_and_an_example(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        L.main(["--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in (*L.EXPERIMENTS, *L.MODELS, "bench", "faithfulness", "--discard-complete"))
+    assert "example:\n  python -m clbook.experiments.landscape " in out
+
+
+def test_command_line_forwards_discard_complete(monkeypatch, tmp_path):
+    seen = {}
+
+    def fake(function, jobs, **kw):
+        seen.update(kw)
+        return {}
+
+    monkeypatch.setattr(L.experiments.runner, "run_jobs", fake)
+    assert L.main(["table1", "--quick", "--workers", "1", "--out", str(tmp_path), "--discard-complete"]) == 0
+    assert seen["discard_complete"] is True and seen["out"] == tmp_path
+
+
+# ------------------------------------------------------------------------------------------------ the two Pokle encoders
+
+
+def _shared_network(srelu: bool, bn: bool, thresholds: torch.Tensor):
+    """Weights ``[1, m, p]``, thresholds ``[1, m]``, BatchNorm affine (trained-looking, so it is not the identity) in float64."""
+    g = clbook.generator(21)
+    P = {"W0": clbook.randn(1, 6, 9, generator=g), "b0": thresholds.reshape(1, 6).clone()}
+    if bn:
+        P["g0"] = 1 + 0.3 * clbook.randn(1, 6, generator=g)
+        P["c0"] = 0.2 * clbook.randn(1, 6, generator=g)
+    return {k: v.to(torch.float64).requires_grad_() for k, v in P.items()}, LM.Model("ntxent", bn=bn, srelu=srelu)
+
+
+@pytest.mark.parametrize("bn", [False, True])
+@pytest.mark.parametrize("activation", ["srelu", "linear"])
+def test_the_two_pokle_encoders_agree(bn, activation):
+    """clbook.dynamics.landscape.encode (Chapters 14-16) and the experiments' encoder (Chapter 17) on the same weights and inputs.
+
+    Shared configurations: SReLU with thresholds b >= 0 (Eq. 14) or a linear layer plus bias, with or without
+    BatchNorm (the dynamics module has none: it is applied to the same pre-activations with the experiments'
+    ``batchnorm``, since Eq. 14 thresholds BN(Wa)), and the row-normalised outputs (the experiments' fused
+    ``SharedEncoder``; the dynamics module returns unnormalised representations, normalised here). Outputs and
+    gradients agree to float64 rounding (rtol 1e-12 on values of order 1). Differences by design, stated:
+    the dynamics' ``srelu`` refuses thresholds b < 0 (the theory's SReLU), while the experiments allow them (the
+    code's parameterisation: 2u inside (b, -b), see DEPARTURES["srelu"]); the dynamics' encoder works on one view
+    ``[..., n, p]``, the experiments' on stacked runs ``[R, B, p]`` or both views ``[R, 2, B, p]``.
+    """
+    from clbook.dynamics import landscape as D
+
+    g = clbook.generator(22)
+    a = clbook.randn(1, 2, 16, 9, generator=g).to(torch.float64)
+    b = torch.tensor([0.0, 0.05, 0.2, 0.4, 0.8, 1.5], dtype=torch.float64)  # SReLU thresholds >= 0, the dead zone active
+    P, spec = _shared_network(activation == "srelu", bn, b)
+    params = list(P.values())
+
+    def dynamics(view):  # the Chapters 14-16 encoder on one view [n, p], BatchNorm (if any) on its pre-activations
+        W, bias = P["W0"][0], P["b0"][0]
+        if not bn:
+            return D.encode(W, view, bias=bias, activation=activation)
+        u = LM.batchnorm(view @ W.T, P["g0"][0], P["c0"][0])
+        return D.srelu(u, bias) if activation == "srelu" else u + bias
+
+    ref = torch.stack([dynamics(a[0, v]) for v in range(2)])[None]  # [1, 2, n, m]
+    ours = LM.encode(P, a, spec)
+    torch.testing.assert_close(ours, ref, rtol=1e-12, atol=1e-14)
+    w = clbook.randn(*ref.shape, generator=g).to(torch.float64)
+    for x, y in zip(torch.autograd.grad((ours * w).sum(), params), torch.autograd.grad((ref * w).sum(), params, retain_graph=True), strict=True):
+        torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-13)
+    unit = ref / ref.norm(dim=-1, keepdim=True)  # row-normalised outputs: the fused encoder of the contrastive models
+    Z = LM.SharedEncoder.apply(a, P["W0"], P["b0"], P.get("g0"), P.get("c0"), spec.srelu)
+    torch.testing.assert_close(Z, unit, rtol=1e-12, atol=1e-14)
+    for x, y in zip(torch.autograd.grad((Z * w).sum(), params), torch.autograd.grad((unit * w).sum(), params), strict=True):
+        torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-13)
+    if activation == "srelu":  # the stated difference: a negative threshold is the experiments' parameterisation only
+        with pytest.raises(ValueError, match="bias"):
+            D.srelu(a[0, 0] @ P["W0"][0].T, -b)
