@@ -556,7 +556,8 @@ def test_the_two_pokle_encoders_agree(bn, activation):
     ours = LM.encode(P, a, spec)
     torch.testing.assert_close(ours, ref, rtol=1e-12, atol=1e-14)
     w = clbook.randn(*ref.shape, generator=g).to(torch.float64)
-    for x, y in zip(torch.autograd.grad((ours * w).sum(), params), torch.autograd.grad((ref * w).sum(), params, retain_graph=True), strict=True):
+    ref_grads = torch.autograd.grad((ref * w).sum(), params, retain_graph=True)
+    for x, y in zip(torch.autograd.grad((ours * w).sum(), params), ref_grads, strict=True):
         torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-13)
     unit = ref / ref.norm(dim=-1, keepdim=True)  # row-normalised outputs: the fused encoder of the contrastive models
     Z = LM.SharedEncoder.apply(a, P["W0"], P["b0"], P.get("g0"), P.get("c0"), spec.srelu)
