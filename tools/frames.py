@@ -30,7 +30,7 @@ import nbtools  # noqa: E402
 
 ROOT = nbtools.ROOT
 FRAMES = ROOT / "book" / "_static" / "frames"
-DPI = 60
+DPI = 80
 MAX_BYTES_PER_CHAPTER = 5_000_000
 
 

@@ -49,7 +49,8 @@
       input.addEventListener("change", function () { label(); show(c.name); });
       input.addEventListener("sync", label);
       inputs[c.name] = input;
-      row.appendChild(text); row.appendChild(input); row.appendChild(shown);
+      row.appendChild(text); row.appendChild(input);
+      if (input.tagName === "INPUT") { row.appendChild(shown); }
       box.appendChild(row);
     });
   }

@@ -162,6 +162,7 @@ def test_panel_moves_without_a_kernel(chapter, server, browser):
             assert got["src"].endswith("/" + manifest["frames"][key]) and got["ok"], \
                 f"{page}: {control['name']} = {control['labels'][index]} shows {got['src']}, not {manifest['frames'][key]}"
             slowest = max(slowest, got["ms"])
+    tab.locator(".clbook-player").scroll_into_view_if_needed()
     tab.screenshot(path=str(SHOTS / f"player__{chapter.replace('/', '__')}.png"), full_page=False)
     context.close()
     print(f"{page}: {len(manifest['frames'])} frames, every control moved, slowest frame {slowest:.0f} ms")
