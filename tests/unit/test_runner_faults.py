@@ -118,7 +118,7 @@ def test_a_killed_worker_recomputes_no_finished_job(tmp_path):
     pytest.importorskip("dask.distributed")
     marks = tmp_path / "marks"
     marks.mkdir()
-    jobs = naps(8, marks, seconds=1.5)
+    jobs = naps(6, marks, seconds=1.5)
     partial = tmp_path / "naps.partial.json"
     thread, box = in_thread(lambda: run_jobs(nap, jobs, out=tmp_path, name="naps", command="test", settings=SETTINGS,
                                              workers=2, backend="dask", progress=False, worker_timeout=60))
@@ -145,7 +145,7 @@ def test_a_killed_worker_recomputes_no_finished_job(tmp_path):
     assert data["complete"] and sorted(data["jobs"]) == sorted(job.key for job in jobs)
     assert all(v["result"]["i"] == int(k[2:]) for k, v in data["jobs"].items())
     finished = ends(marks)
-    assert sorted(finished) == list(range(8))
+    assert sorted(finished) == list(range(6))
     twice = {i: pids for i, pids in finished.items() if len(pids) > 1}
     assert not twice, f"finished jobs computed again after the worker died: {twice}"
     assert any(pid in pids for pids in finished.values())  # the killed worker had finished jobs
@@ -158,8 +158,8 @@ def test_a_killed_worker_recomputes_no_finished_job(tmp_path):
 def scheduler():
     """A Dask scheduler on 127.0.0.1 (in this process) and a function starting no-nanny workers as processes."""
     distributed = pytest.importorskip("dask.distributed")
-    cluster = distributed.LocalCluster(n_workers=0, processes=False, host="127.0.0.1", scheduler_port=0,
-                                       dashboard_address=None)
+    cluster = distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1",
+                                       scheduler_port=0, dashboard_address=None)
     procs: list[subprocess.Popen] = []
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), CLBOOK_THREADS="1")
 
@@ -217,6 +217,33 @@ def test_losing_every_worker_stops_within_the_timeout_and_the_partial_resumes(tm
     assert not partial.exists()
     twice = {i: pids for i, pids in ends(marks).items() if len(pids) > 1}
     assert not twice or not {f"i={i}" for i in twice} & kept, f"resumed jobs computed again: {twice}"
+
+
+def test_a_cluster_without_workers_stops_after_the_timeout(tmp_path, scheduler):
+    cluster, _ = scheduler
+    began = time.monotonic()
+    with pytest.raises(WorkersLost, match=r"no worker for 1 s .*--worker-timeout.*0 of 2 jobs finished \(none stored\)"):
+        run_jobs(nap, naps(2, tmp_path), out=tmp_path, name="naps", command="test", settings=SETTINGS,
+                 scheduler=cluster.scheduler_address, progress=False, worker_timeout=1)
+    assert time.monotonic() - began < 30
+    assert not (tmp_path / "naps.partial.json").exists() and not (tmp_path / "naps.json").exists()
+
+
+def test_worker_timeout_arguments(tmp_path):
+    import argparse
+
+    from clbook.experiments import runner
+
+    parser = runner.add_arguments(argparse.ArgumentParser(prog="demo"))
+    assert parser.parse_args([]).worker_timeout == runner.WORKER_TIMEOUT
+    assert parser.parse_args(["--worker-timeout", "2.5"]).worker_timeout == 2.5
+    for bad in ("0", "-1", "nan", "soon"):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["--worker-timeout", bad])
+    for bad in (0, -1.0, float("inf"), "60", True):
+        with pytest.raises(ValueError, match="worker_timeout"):
+            run_jobs(nap, naps(1, tmp_path), out=tmp_path, name="naps", command="t", progress=False, workers=1,
+                     worker_timeout=bad)
 
 
 CHILD = textwrap.dedent("""
