@@ -118,7 +118,7 @@ def _experiments(args, out: Path, command: str) -> None:
              factors=args.factors if experiment in ("ablation", "pilot") else None)
     written = run(args.experiment, epochs=args.epochs, seeds=args.seeds, sparsities=args.sparsities, models=args.models,
                   factors=args.factors, quick=args.quick, out=out, workers=args.workers, backend=args.backend, scheduler=args.scheduler,
-                  fresh=args.fresh, command=command, discard_complete=args.discard_complete)
+                  fresh=args.fresh, command=command, discard_complete=args.discard_complete, worker_timeout=args.worker_timeout)
     print("wrote", ", ".join(f"{out / name}.json" for name in written))
 
 

@@ -210,13 +210,14 @@ def jobs(experiment: str, *, epochs: int | None = None, seeds=None, sparsities=N
 
 def run(experiments, *, epochs: int | None = None, seeds=None, sparsities=None, models=None, factors=None, quick: bool = False, out=None,
         workers: int = 2, backend: str = "local", scheduler: str | None = None, fresh: bool = False, progress: bool = True,
-        command: str | None = None, discard_complete: bool = False) -> dict:
+        command: str | None = None, discard_complete: bool = False, worker_timeout: float = runner.WORKER_TIMEOUT) -> dict:
     """Run named experiments one after the other through :func:`clbook.experiments.runner.run_jobs`.
 
     Each is written to ``<out>/<name>.json`` (``quick-<name>`` with ``quick``), with ``<name>.partial.json`` while it
     runs; an interrupted run resumes where it stopped (``fresh=False``). The jobs of every experiment are built (and
     their arguments checked) before the first runs. ``discard_complete`` lets a run replace a complete result with
-    other jobs or settings (see :func:`clbook.experiments.runner.run_jobs`). Returns ``{name: result}``.
+    other jobs or settings, ``worker_timeout`` is how long a Dask run waits without workers (see
+:func:`clbook.experiments.runner.run_jobs`). Returns ``{name: result}``.
     """
     if isinstance(experiments, str) or not list(experiments):
         raise ValueError(f"experiments must be a non-empty list of names from {EXPERIMENTS}; got {experiments!r}.")
@@ -230,7 +231,8 @@ def run(experiments, *, epochs: int | None = None, seeds=None, sparsities=None, 
         settings = dict(experiment=experiment, quick=quick, dtype="float32", jobs={job.key: job.params for job in work})
         done[name] = runner.run_jobs(train_job, work, out=out, name=name, command=command, settings=settings, workers=workers,
                                      backend=backend, scheduler=scheduler, resume=not fresh, progress=progress,
-                                     experiment=experiment, discard_complete=discard_complete)
+                                     experiment=experiment, discard_complete=discard_complete,
+                                     worker_timeout=worker_timeout)
     return done
 
 
