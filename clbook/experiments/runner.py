@@ -23,9 +23,12 @@ resume. Local worker processes (loky's, and those of a ``LocalCluster`` started 
 started them dies, even by SIGKILL: a watchdog thread in each worker polls ``os.getppid()`` once a second and
 calls ``os._exit`` when it changes (portable, no dependency; ``prctl(PR_SET_PDEATHSIG)`` is Linux-only and fires
 when the *thread* that spawned the worker ends, which loky's and Dask's spawning threads may do while the run is
-alive). The provenance records the cluster's real worker count (``workers``, from ``client.scheduler_info()`` when
-the run starts), the ``--workers`` asked of a ``LocalCluster`` (``workers_requested``) and how many distinct
-workers ran this run's jobs (``workers_used``).
+alive). Dask's worker processes also end through dask.distributed's own parent-alive pipe; the watchdog (preloaded
+into a ``LocalCluster``'s workers, :func:`dask_setup`) is a second guard.
+
+The provenance records the cluster's real worker count (``workers``, from ``client.scheduler_info()`` when the
+run starts), the ``--workers`` asked of a ``LocalCluster`` (``workers_requested``), how many distinct workers ran
+this run's jobs (``workers_used``), and ``job_codes`` wherever a job's code version differs from this process's.
 
 The result file is ``{"experiment", "name", "complete", "settings", "jobs": {key: {"params", "result",
 "seconds"}}, "provenance"}``.
