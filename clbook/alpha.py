@@ -259,7 +259,8 @@ def sparsemax_weights(d_neg: torch.Tensor, *, temperature: float) -> torch.Tenso
 
     The KKT conditions give :math:`\alpha_{ij} = [\mu_i - 2d_{ij}^2]_+/\tau`: a pair gets weight zero once it is
     farther than the threshold. (The authors' code uses :math:`[\mu_i - d_{ij}^2]_+/\tau =
-    [2\mu_i - 2d_{ij}^2]_+/(2\tau)`, the same rule at temperature :math:`2\tau`.) ``d_neg`` as in :func:`entropy_weights`, ``temperature`` :math:`\tau > 0`.
+    [2\mu_i - 2d_{ij}^2]_+/(2\tau)`, the same rule at temperature :math:`2\tau`.) ``d_neg`` as in
+    :func:`entropy_weights`, ``temperature`` :math:`\tau > 0`.
     """
     d_neg = _check_distances(d_neg)
     tau = check_positive("temperature", temperature)

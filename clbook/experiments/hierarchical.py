@@ -553,7 +553,8 @@ _FUNCTIONS = {"table1": train_cell, "fig4": train_cell, "digits": digits_cell, "
 
 def run(experiment: str, *, quick: bool = False, seeds=None, betas=None, candidates=None, out=None, workers: int = 2,
         backend: str = "local", scheduler: str | None = None, fresh: bool = False, threads: int = 1,
-        progress: bool = True, command: str = "", discard_complete: bool = False) -> dict:
+        progress: bool = True, command: str = "", discard_complete: bool = False,
+        worker_timeout: float = runner.WORKER_TIMEOUT) -> dict:
     """Run one experiment through :func:`clbook.experiments.runner.run_jobs` and return its result.
 
     Writes ``<out>/<name>.json`` (``name`` is the experiment, prefixed ``quick-`` in quick mode; ``out`` defaults to
@@ -572,7 +573,7 @@ def run(experiment: str, *, quick: bool = False, seeds=None, betas=None, candida
     return runner.run_jobs(_FUNCTIONS[experiment], todo, out=out, name=name, command=command or f"hierarchical {name}",
                            settings=settings, workers=workers if experiment != "bench" else 1, backend=backend,
                            scheduler=scheduler, resume=not fresh, progress=progress, threads=threads,
-                           experiment="hierarchical", discard_complete=discard_complete)
+                           experiment="hierarchical", discard_complete=discard_complete, worker_timeout=worker_timeout)
 
 
 def load(name: str, *, directory=None) -> dict:
@@ -680,7 +681,8 @@ def main(argv=None) -> int:
     try:
         data = run(args.experiment, quick=args.quick, seeds=args.seeds, betas=args.betas, candidates=args.candidates,
                    out=args.out, workers=args.workers, backend=args.backend, scheduler=args.scheduler, fresh=args.fresh,
-                   threads=args.threads, command=command, discard_complete=args.discard_complete)
+                   threads=args.threads, command=command, discard_complete=args.discard_complete,
+                   worker_timeout=args.worker_timeout)
     except (ValueError, TypeError, OSError) as exc:
         parser.fail(exc)
     where = Path(args.out) if args.out is not None else results.user_dir("hierarchical")

@@ -238,7 +238,7 @@ def jobs(settings: Settings, *, seeds, methods=METHODS) -> list[runner.Job]:
 
 def run(*, quick: bool = False, seeds=None, methods=METHODS, name: str | None = None, out=None, workers: int = 1,
         threads: int = 1, backend: str = "local", scheduler: str | None = None, resume: bool = True, progress: bool = True,
-        command: str = "", discard_complete: bool = False) -> dict:
+        command: str = "", discard_complete: bool = False, worker_timeout: float = runner.WORKER_TIMEOUT) -> dict:
     """Run the comparison through :func:`clbook.experiments.runner.run_jobs`; returns the runner's result dict.
 
     Parameters
@@ -272,7 +272,7 @@ def run(*, quick: bool = False, seeds=None, methods=METHODS, name: str | None = 
     stored = stored_settings(settings)
     return runner.run_jobs(run_job, todo, out=out, name=name, command=command, settings=stored, workers=workers,
                            threads=threads, backend=backend, scheduler=scheduler, resume=resume, progress=progress,
-                           experiment="new_losses", discard_complete=discard_complete)
+                           experiment="new_losses", discard_complete=discard_complete, worker_timeout=worker_timeout)
 
 
 def stored_settings(settings: Settings) -> dict:
@@ -357,7 +357,8 @@ def main(argv=None) -> int:
     try:
         data = run(quick=args.quick, seeds=args.seeds, methods=args.methods or METHODS, name=args.name, out=args.out,
                    workers=args.workers, threads=args.threads, backend=args.backend, scheduler=args.scheduler, resume=not args.fresh,
-                   command=command.strip(), discard_complete=args.discard_complete)
+                   command=command.strip(), discard_complete=args.discard_complete,
+                   worker_timeout=args.worker_timeout)
     except (ValueError, TypeError, OSError) as exc:
         parser.fail(exc)
     out = args.out if args.out is not None else results.user_dir("new_losses")

@@ -78,7 +78,7 @@ def jobs(params: dict) -> list[runner.Job]:
 
 def run(params: dict | None = None, *, quick: bool = False, out=None, workers: int = 2, backend: str = "local",
         scheduler: str | None = None, fresh: bool = False, progress: bool = True, command: str | None = None,
-        discard_complete: bool = False) -> dict:
+        discard_complete: bool = False, worker_timeout: float = runner.WORKER_TIMEOUT) -> dict:
     """Run the sweep through :func:`clbook.experiments.runner.run_jobs`; returns the result (runner format).
 
     ``params`` override :data:`DEFAULTS` (or :data:`QUICK`); the result goes to ``<out>/fig2.json``
@@ -90,7 +90,8 @@ def run(params: dict | None = None, *, quick: bool = False, out=None, workers: i
     return runner.run_jobs(fig2_job, todo, out=out if out is not None else results.user_dir("wide"),
                            name="quick-fig2" if quick else "fig2", command=command or "python -m clbook.experiments.wide",
                            settings=settings, workers=workers, backend=backend, scheduler=scheduler, resume=not fresh,
-                           progress=progress, experiment="wide", discard_complete=discard_complete)
+                           progress=progress, experiment="wide", discard_complete=discard_complete,
+                           worker_timeout=worker_timeout)
 
 
 def load(name: str = "fig2", *, directory=None) -> dict:
@@ -131,7 +132,8 @@ def main(argv=None) -> int:
     try:
         jobs(dict(QUICK if args.quick else DEFAULTS) | params)  # every argument is checked before anything is written
         data = run(params, quick=args.quick, out=args.out, workers=args.workers, backend=args.backend,
-                   scheduler=args.scheduler, fresh=args.fresh, command=command, discard_complete=args.discard_complete)
+                   scheduler=args.scheduler, fresh=args.fresh, command=command, discard_complete=args.discard_complete,
+                   worker_timeout=args.worker_timeout)
     except (ValueError, TypeError, OSError) as exc:
         parser.fail(exc)
     record, table = gaps(data)
