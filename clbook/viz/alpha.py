@@ -12,7 +12,7 @@ import torch
 from .. import alpha, losses, widgets
 from .._validate import check_int, check_nonnegative, check_positive
 from ..config import generator, randn
-from . import figure
+from . import figure, light_log_ticks
 
 __all__ = ["anchor_profile", "member_weights", "row_sums", "rules", "MEMBER_PANEL", "RULES_PANEL", "PANELS"]
 
@@ -112,7 +112,7 @@ def rules(temperature: float = 0.5, power: float = 4.0, n: int = 128, gamma: flo
     ax.set_xlabel(r"$d_{0j}^2 = 1 - \cos$")
     ax.set_ylabel(r"$(N-1)\,\alpha_{0j}$")
     ax.legend(fontsize=8, loc="upper right")
-    return fig
+    return light_log_ticks(fig)
 
 
 def _member_controls() -> dict:

@@ -14,7 +14,7 @@ from .. import widgets
 from ..config import generator, randn
 from ..data import latent
 from ..dynamics import critical, onelayer
-from . import figure
+from . import figure, light_log_ticks
 
 __all__ = ["plot_discrepancies", "stability_panel", "power_iteration_panel", "PANELS"]
 
@@ -71,7 +71,7 @@ def power_iteration_panel(eta: float = 0.1, shift: float = 0.0, init_noise: floa
     near = sum(float(r.W[-1] @ U[:, m]) > 0.99 for m, r in enumerate(runs))
     nrm = float(torch.linalg.matrix_norm(U.T @ U - torch.eye(8, dtype=U.dtype, device=U.device), ord=2))
     ax.set_title(f"‖UᵀU − I‖ = {nrm:.2f}: {conv}/8 converge, {cyc} cycle, {near} end near u_m", fontsize=9)
-    return fig
+    return light_log_ticks(fig)
 
 
 def _stability_controls() -> dict:

@@ -12,7 +12,7 @@ from .. import linalg, widgets
 from .._validate import check_in_range, check_int
 from ..config import defaults, generator, rand
 from ..dynamics import dual
-from . import figure
+from . import figure, light_log_ticks
 
 __all__ = ["sweep", "phase", "PANELS"]
 
@@ -90,7 +90,7 @@ def phase(keep: float = 0.8, sparsity: float = 0.5, bias: float = 0.3, delta: fl
     ax1.set_xlabel("half-round")
     ax1.set_ylabel("off-diagonal norm")
     ax1.legend(fontsize=8)
-    return fig
+    return light_log_ticks(fig)
 
 
 def _phase_controls() -> dict:

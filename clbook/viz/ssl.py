@@ -15,7 +15,7 @@ from ..config import generator
 from ..data.views import moons_views
 from ..dynamics import ssl
 from ..linalg import haar_orthonormal
-from . import COLORS, figure
+from . import COLORS, figure, light_log_ticks
 
 __all__ = ["singular_values", "moons_run", "fig1", "fig1_panel", "PANEL", "PANELS"]
 
@@ -85,7 +85,7 @@ def fig1_panel(variance: float = 0.1, n: int = 200, constraint: str = "orthogona
     C = ssl.trace_matrix(x, xp, xn)
     runs = {(c, s): moons_run(C, constraint=c, z=1, seed=s, steps=steps)
             for c in dict.fromkeys(("none", constraint)) for s in range(3)}
-    return fig1(runs, x[:5])
+    return light_log_ticks(fig1(runs, x[:5]))
 
 
 def _controls() -> dict:

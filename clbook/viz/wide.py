@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 from .. import widgets
 from ..config import generator, randn
 from ..dynamics import wide
-from . import COLORS, figure
+from . import COLORS, figure, light_log_ticks
 
 __all__ = ["gap_panel", "fig2", "PANEL", "PANELS"]
 
@@ -41,7 +41,7 @@ def gap_panel(activation: str = "tanh", x_norm: float = 3.0, d: int = 10, h: flo
     ax.axvline(h, color=COLORS[3], lw=1)
     ax.set_xlabel("width h")
     ax.legend()
-    return fig
+    return light_log_ticks(fig)
 
 
 def fig2(record, gaps: dict):
