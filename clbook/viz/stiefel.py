@@ -6,6 +6,8 @@ values.
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from .. import widgets
@@ -38,6 +40,19 @@ def fig3(runs: dict):
     return fig
 
 
+@functools.lru_cache(maxsize=64)
+def _ode(lam1: float, q0_norm: float, device: str):
+    """Eq. 9 from Chapter 13's panel's start (it depends on neither the width nor the step), or None where it blows
+    up; ``device`` (torch's default when called) is part of the cache's key."""
+    lam = torch.tensor([lam1, 0.3, 0.6, 1.0], dtype=torch.float64)
+    q0 = torch.tensor([0.3, -0.5, 0.6, 0.55], dtype=torch.float64)
+    q0 = q0 * min(q0_norm, 1.0) / q0.norm()
+    try:  # started on the sphere with lam1 > 0, rounding pushes the ODE off it (the sphere repels) and it may blow up
+        return st.solve_q(q0, lam, torch.linspace(0, 6, 241))
+    except RuntimeError:
+        return None
+
+
 def theorem3_panel(lam1: float = -0.5, q0_norm: float = 0.3, width: int = 50, eta: float = 0.01):
     r"""Chapter 13's panel: the paper's gradient descent (solid) and the ODE of Eq. 9 (dashed) for ``z = 1`` with
     :math:`\Lambda = \operatorname{diag}(\lambda_1, 0.3, 0.6, 1)`, from a fixed direction scaled to ``q0_norm`` and
@@ -51,10 +66,7 @@ def theorem3_panel(lam1: float = -0.5, q0_norm: float = 0.3, width: int = 50, et
     q0 = q0 * min(q0_norm, 1.0) / q0.norm()
     steps = int(round(6 / eta))
     run = st.train(*st.embed_weights(q0[:, None], int(width), generator=generator(0)), torch.diag(lam), eta=eta, steps=steps)
-    try:  # started on the sphere with lam1 > 0, rounding pushes the ODE off it (the sphere repels) and it may blow up
-        ode = st.solve_q(q0, lam, torch.linspace(0, 6, 241))
-    except RuntimeError:
-        ode = None
+    ode = _ode(float(lam1), float(q0_norm), str(torch.get_default_device()))
     fig, (ax_n, ax_c) = figure(ncols=2, width=9.0, height=3.0)
     ax_n.plot(run.t.cpu(), torch.linalg.matrix_norm(run.M).cpu(), label="GD (Eq. 11)")
     if ode is not None:
