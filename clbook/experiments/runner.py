@@ -45,6 +45,7 @@ Each worker needs clbook installed (``pip install clbook``, the same version) an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -303,79 +304,115 @@ def _cluster_workers(client) -> int:
 def _executor(backend: str, scheduler: str | None, workers: int, worker_timeout: float = WORKER_TIMEOUT):
     """A context manager yielding ``(execute, info)``: ``execute`` maps calls to an iterator of finished
     (key, result, seconds, provenance); ``info`` holds what the provenance records of the workers."""
-    import contextlib
+    if backend == "dask":
+        return _dask_executor(scheduler, workers, worker_timeout)
+    return _local_executor(workers)
 
+
+@contextlib.contextmanager
+def _local_executor(workers: int):
+    if workers == 1:
+        yield (lambda calls: (_call(*c) for c in calls)), dict(workers=1)
+        return
     import joblib
+    from joblib.parallel import LokyBackend
 
-    @contextlib.contextmanager
-    def local():
-        if workers == 1:
-            yield (lambda calls: (_call(*c) for c in calls)), dict(workers=1)
-            return
-        from joblib.parallel import LokyBackend
+    # each loky worker watches this process (PARENT_POLL) and ends with it; other initializer arguments make
+    # joblib start fresh workers rather than reuse ones started without the watchdog
+    loky = LokyBackend(initializer=_exit_with_parent, initargs=(os.getpid(),))
+    parallel = joblib.Parallel(n_jobs=workers, backend=loky, return_as="generator_unordered")
+    yield (lambda calls: parallel(joblib.delayed(_call)(*c) for c in calls)), dict(workers=workers)
 
-        # each loky worker watches this process (PARENT_POLL) and ends with it; other initializer arguments make
-        # joblib start fresh workers rather than reuse ones started without the watchdog
-        loky = LokyBackend(initializer=_exit_with_parent, initargs=(os.getpid(),))
-        parallel = joblib.Parallel(n_jobs=workers, backend=loky, return_as="generator_unordered")
-        yield (lambda calls: parallel(joblib.delayed(_call)(*c) for c in calls)), dict(workers=workers)
 
-    @contextlib.contextmanager
-    def dask():
+@contextlib.contextmanager
+def _dask_executor(scheduler: str | None, workers: int, worker_timeout: float):
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("backend='dask' needs dask.distributed: pip install 'dask[distributed]'.") from exc
+    with contextlib.ExitStack() as stack:
+        if scheduler:
+            client = stack.enter_context(Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT:g}s"))
+            info = dict(workers=_cluster_workers(client))
+        else:
+            # 127.0.0.1 only; every worker runs the preload hook dask_setup (it ends with this process)
+            cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                                       host="127.0.0.1", dashboard_address=None, preload=[__name__]))
+            client = stack.enter_context(Client(cluster))
+            with contextlib.suppress(Exception):
+                client.wait_for_workers(workers, timeout=worker_timeout)
+            info = dict(workers=_cluster_workers(client), workers_requested=workers)
+        yield (lambda calls: _dask_results(client, calls, worker_timeout)), info
+
+
+def _gather(pending: dict, finished) -> list:
+    """The results of ``finished`` futures, each released at once: a worker that dies later holds nothing this run
+    needs (so the scheduler never computes a finished job again)."""
+    values = []
+    for future in finished:
+        del pending[future.key]
         try:
-            from dask.distributed import Client, LocalCluster, wait
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("backend='dask' needs dask.distributed: pip install 'dask[distributed]'.") from exc
-        with contextlib.ExitStack() as stack:
-            if scheduler:
-                client = stack.enter_context(Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT:g}s"))
-                info = dict(workers=_cluster_workers(client))
-            else:
-                # 127.0.0.1 only; every worker runs the preload hook dask_setup (it ends with this process)
-                cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                                           host="127.0.0.1", dashboard_address=None,
-                                                           preload=[__name__]))
-                client = stack.enter_context(Client(cluster))
-                with contextlib.suppress(Exception):
-                    client.wait_for_workers(workers, timeout=worker_timeout)
-                info = dict(workers=_cluster_workers(client), workers_requested=workers)
+            values.append(future.result())
+        finally:
+            future.release()
+    return values
 
-            def run(calls):
-                pending = {}
-                for c in calls:
-                    future = client.submit(_call_dask, *c, pure=False)
-                    pending[future.key] = future
-                future = None
-                empty_since = None
-                while pending:
-                    try:
-                        finished = wait(list(pending.values()), timeout=_POLL, return_when="FIRST_COMPLETED").done
-                    except TimeoutError:
-                        finished = ()
-                    values = []
-                    for future in finished:
-                        # gather now and release at once: a worker that dies later holds nothing this run needs
-                        del pending[future.key]
-                        try:
-                            values.append(future.result())
-                        finally:
-                            future.release()
-                    finished = future = None
-                    if values:
-                        empty_since = None
-                        yield from values
-                        continue
-                    if _cluster_workers(client):
-                        empty_since = None
-                    elif empty_since is None:
-                        empty_since = time.monotonic()
-                    elif time.monotonic() - empty_since >= worker_timeout:
-                        raise WorkersLost(f"the Dask cluster has had no worker for {worker_timeout:g} s "
-                                          "(worker_timeout, --worker-timeout)")
 
-            yield run, info
+def _dask_results(client, calls, worker_timeout: float):
+    """Submit ``calls`` and yield their results as they finish; raise :class:`WorkersLost` after ``worker_timeout``
+    seconds with no worker in the cluster."""
+    from dask.distributed import wait
 
-    return dask() if backend == "dask" else local()
+    pending = {}
+    for c in calls:
+        future = client.submit(_call_dask, *c, pure=False)
+        pending[future.key] = future
+    future = None
+    empty_since = None
+    while pending:
+        try:
+            finished = wait(list(pending.values()), timeout=_POLL, return_when="FIRST_COMPLETED").done
+        except TimeoutError:
+            finished = ()
+        values = _gather(pending, finished)
+        finished = None
+        if values:
+            empty_since = None
+            yield from values
+        elif _cluster_workers(client):
+            empty_since = None
+        elif empty_since is None:
+            empty_since = time.monotonic()
+        elif time.monotonic() - empty_since >= worker_timeout:
+            raise WorkersLost(f"the Dask cluster has had no worker for {worker_timeout:g} s "
+                              "(worker_timeout, --worker-timeout)")
+
+
+def _check_run(function, jobs, *, out, name, settings, workers, backend, scheduler, threads, worker_timeout):
+    """:func:`run_jobs`' arguments checked, before any job: ``(backend, workers, threads, jobs, settings, out)``."""
+    check_choice("backend", backend, BACKENDS)
+    if scheduler is not None:
+        if not isinstance(scheduler, str) or not scheduler.strip():
+            raise ValueError(f"scheduler must be the address of a Dask scheduler, e.g. 'tcp://host:8786'; got {scheduler!r}.")
+        backend = "dask"
+    workers = check_int("workers", workers, 1, 512)
+    if isinstance(worker_timeout, bool) or not isinstance(worker_timeout, (int, float)) or not (
+            math.isfinite(worker_timeout) and worker_timeout > 0):
+        raise ValueError(f"worker_timeout must be a number of seconds > 0; got worker_timeout = {worker_timeout!r}.")
+    threads = check_int("threads", threads, 1, 256)
+    _check_function(function, backend, workers)
+    jobs = _check_jobs(jobs)
+    if not isinstance(name, str) or not name or "/" in name:
+        raise ValueError(f"name must be a plain file name; got name = {name!r}.")
+    settings = dict(settings or {})
+    try:
+        json.dumps(settings)
+    except TypeError as exc:
+        raise TypeError(f"settings must be JSON-serialisable; {exc}.") from exc
+    out = _check_out(out)
+    if scheduler is not None:
+        _check_scheduler(scheduler)
+    return backend, workers, threads, jobs, settings, out
 
 
 def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings: dict | None = None, workers: int = 2,
@@ -423,28 +460,9 @@ def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings
     resumed from a file written without it inherit that file's provenance. Files are written with mode 0644
     (less the umask).
     """
-    check_choice("backend", backend, BACKENDS)
-    if scheduler is not None:
-        if not isinstance(scheduler, str) or not scheduler.strip():
-            raise ValueError(f"scheduler must be the address of a Dask scheduler, e.g. 'tcp://host:8786'; got {scheduler!r}.")
-        backend = "dask"
-    workers = check_int("workers", workers, 1, 512)
-    if isinstance(worker_timeout, bool) or not isinstance(worker_timeout, (int, float)) or not (
-            math.isfinite(worker_timeout) and worker_timeout > 0):
-        raise ValueError(f"worker_timeout must be a number of seconds > 0; got worker_timeout = {worker_timeout!r}.")
-    threads = check_int("threads", threads, 1, 256)
-    _check_function(function, backend, workers)
-    jobs = _check_jobs(jobs)
-    if not isinstance(name, str) or not name or "/" in name:
-        raise ValueError(f"name must be a plain file name; got name = {name!r}.")
-    settings = dict(settings or {})
-    try:
-        json.dumps(settings)
-    except TypeError as exc:
-        raise TypeError(f"settings must be JSON-serialisable; {exc}.") from exc
-    out = _check_out(out)
-    if scheduler is not None:
-        _check_scheduler(scheduler)
+    backend, workers, threads, jobs, settings, out = _check_run(function, jobs, out=out, name=name, settings=settings,
+                                                                workers=workers, backend=backend, scheduler=scheduler,
+                                                                threads=threads, worker_timeout=worker_timeout)
     done, source = _previous(out, name, settings, jobs, resume=resume, discard_complete=bool(discard_complete))
     todo = sorted((job for job in jobs if job.key not in done), key=lambda job: -job.cost)
     partial, final = out / f"{name}.partial.json", out / f"{name}.json"
