@@ -58,7 +58,7 @@ from typing import Callable
 from .. import results
 from .._validate import check_choice, check_int
 
-__all__ = ["Job", "run_jobs", "add_arguments", "int_list", "float_list", "choice_list", "positive_int", "BACKENDS",
+__all__ = ["check_out", "Job", "run_jobs", "add_arguments", "int_list", "float_list", "choice_list", "positive_int", "BACKENDS",
            "ArgumentParser", "SCHEDULER_TIMEOUT", "WORKER_TIMEOUT", "WorkersLost"]
 
 BACKENDS = ("local", "dask")
@@ -234,7 +234,7 @@ def _earlier_wall(source: dict | None) -> float:
     return 0.0
 
 
-def _check_out(out) -> Path:
+def check_out(out) -> Path:
     """``out`` as a folder that exists (created) and can be written, or a ValueError naming --out."""
     import os
     import tempfile
@@ -409,7 +409,7 @@ def _check_run(function, jobs, *, out, name, settings, workers, backend, schedul
         json.dumps(settings)
     except TypeError as exc:
         raise TypeError(f"settings must be JSON-serialisable; {exc}.") from exc
-    out = _check_out(out)
+    out = check_out(out)
     if scheduler is not None:
         _check_scheduler(scheduler)
     return backend, workers, threads, jobs, settings, out

@@ -231,6 +231,10 @@ DOMAINS = {
         invalid=(Bad({"controls": {}}, "controls"), Bad({"controls": {"a": 1.0}}, "controls"),
                  Bad({"controls": {"b": _widgets.toggle("b")}, "points": 1}, "points"))),
     # runner
+    "clbook.experiments.runner.check_out": Spec(
+        valid=st.just({"out": __import__("tempfile").mkdtemp(prefix="clbook-api-out-")}),
+        expect=lambda out, kw: out.is_dir() and None,
+        invalid=(Bad({"out": __file__}, "--out"),)),
     "clbook.experiments.runner.Job": Spec(valid=st.fixed_dictionaries({"key": st.text(min_size=1, max_size=5),
                                                                        "params": st.dictionaries(st.text(max_size=3), st.integers())}),
                                           invalid=(Bad({"key": ""}, "key"), Bad({"key": "a", "params": []}, "params"),

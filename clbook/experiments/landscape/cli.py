@@ -1,9 +1,7 @@
 """The command line ``python -m clbook.experiments.landscape`` (see ``--help``): named experiments, bench, faithfulness."""
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import torch
@@ -74,21 +72,6 @@ def _check_args(parser: runner.ArgumentParser, args) -> None:
         parser.error("faithfulness needs --checkout PATH (a checkout of the authors' repository)")
 
 
-def _writable(out: Path) -> Path:
-    """``out`` as a folder that exists (created) and can be written, or a ValueError naming --out (checked before any work)."""
-    out = Path(out).expanduser()
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is an existing file, not a folder; choose a folder.")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix=".clbook-write-test.", dir=out)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise ValueError(f"--out {out} cannot be created or written ({exc.strerror or exc}); choose a folder you can write.") from None
-    return out
-
-
 def _bench(args, out: Path) -> None:
     data = bench(epochs=args.epochs or (5 if args.quick else 40), repeats=2 if args.quick else 9)
     path = results.write_json(out / f"{'quick-' if args.quick else ''}bench.json", data)
@@ -130,7 +113,7 @@ def main(argv=None) -> int:
     command = f"{PROG} {' '.join(argv if argv is not None else sys.argv[1:])}"
     torch.set_num_threads(1)
     try:
-        out = _writable(args.out if args.out is not None else DATA)
+        out = runner.check_out(args.out if args.out is not None else DATA)
         if args.experiment == ["bench"]:
             _bench(args, out)
         elif args.experiment == ["faithfulness"]:
