@@ -453,6 +453,8 @@ def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings
         with a one-line :class:`WorkersLost` naming this timeout (``--worker-timeout``); the partial file keeps
         the finished jobs, and the same call resumes from it.
 
+    Notes
+    -----
     Before the first job, ``out`` must be a folder that exists or can be created and is writable, and a
     ``scheduler`` must answer within :data:`SCHEDULER_TIMEOUT` seconds; otherwise a ValueError says which. A run
     that has nothing to compute (every job is in the complete result) writes nothing: the file keeps its bytes.

@@ -166,6 +166,7 @@ class SharedEncoder(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a, W, b, gamma, beta, srelu):
+        """The two views' unit representations ``[R, V, B, m]`` from inputs ``a`` ``[R, V, B, p]`` (see the class)."""
         R, V, B, p = a.shape
         u = torch.bmm(a.reshape(R, V * B, p), W.transpose(-1, -2)).reshape(R, V, B, W.shape[-2])
         bn = gamma is not None
@@ -194,6 +195,7 @@ class SharedEncoder(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, gZ):
+        """The hand-written gradients of the inputs and parameters, given the gradient ``gZ`` of the outputs."""
         a, Z, rc, xhat, s, gamma, pos, neg = ctx.saved_tensors
         R, V, B, p = a.shape
         dot = (Z * gZ).sum(-1, keepdim=True)
