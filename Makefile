@@ -4,6 +4,7 @@ PYTHON ?= $(shell command -v python3.11 2> /dev/null || echo python3)
 # The CPU build of torch by default (PyPI's default build bundles CUDA: several GB). For a GPU:
 # make TORCH_INDEX=https://download.pytorch.org/whl/cu128 (README, "Prerequisites").
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+export TORCH_INDEX
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.clbook-installed

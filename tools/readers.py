@@ -273,7 +273,11 @@ def floor(exact: bool = False) -> int:
     dev = _pins(ROOT / "requirements.txt") | _pins(ROOT / "binder" / "reader.txt")
     torch_version = COLAB_EXACT["torch"] if exact else dev["torch"]
     start = time.perf_counter()
-    sh([str(python), "-m", "pip", "install", "-q", "--retries", "1", "--timeout", "60", f"torch=={torch_version}"], env=env)
+    # the floor run keeps torch's CPU build (PyTorch's CPU index; TORCH_INDEX as in the Makefile), so that it downloads no
+    # CUDA build; colab-exact takes Colab's torch from PyPI as Colab does
+    index = [] if exact else ["--extra-index-url", os.environ.get("TORCH_INDEX", "https://download.pytorch.org/whl/cpu")]
+    sh([str(python), "-m", "pip", "install", "-q", "--retries", "1", "--timeout", "60", *index, f"torch=={torch_version}"],
+       env=env)
     sh([str(python), "-m", "pip", "install", "-q", "-r", str(ROOT / "binder" / "floor.txt"), f"pytest=={dev['pytest']}",
         f"nbval=={dev['nbval']}"], env=env)
     sh([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], env=env)
