@@ -200,6 +200,7 @@ DOMAINS = {
     # viz, widgets
     "clbook.viz.use_style": Spec(exempt=EXEMPT_PLOT),
     "clbook.viz.figure": Spec(exempt=EXEMPT_PLOT),
+    "clbook.viz.light_log_ticks": Spec(exempt=EXEMPT_PLOT),
     "clbook.viz.Table": Spec(exempt=EXEMPT_PLOT),
     "clbook.widgets.panel": Spec(exempt=EXEMPT_WIDGET),
     "clbook.widgets.static": Spec(exempt=EXEMPT_WIDGET),
@@ -231,6 +232,8 @@ DOMAINS = {
         invalid=(Bad({"controls": {}}, "controls"), Bad({"controls": {"a": 1.0}}, "controls"),
                  Bad({"controls": {"b": _widgets.toggle("b")}, "points": 1}, "points"))),
     # runner
+    "clbook.experiments.runner.WorkersLost": Spec(
+        exempt="an exception the runner raises when a Dask cluster loses every worker; tests/unit/test_runner_faults.py"),
     "clbook.experiments.runner.check_out": Spec(
         valid=st.just({"out": __import__("tempfile").mkdtemp(prefix="clbook-api-out-")}),
         expect=lambda out, kw: out.is_dir() and None,
