@@ -217,7 +217,7 @@ def run(experiments, *, epochs: int | None = None, seeds=None, sparsities=None, 
     runs; an interrupted run resumes where it stopped (``fresh=False``). The jobs of every experiment are built (and
     their arguments checked) before the first runs. ``discard_complete`` lets a run replace a complete result with
     other jobs or settings, ``worker_timeout`` is how long a Dask run waits without workers (see
-:func:`clbook.experiments.runner.run_jobs`). Returns ``{name: result}``.
+    :func:`clbook.experiments.runner.run_jobs`). Returns ``{name: result}``.
     """
     if isinstance(experiments, str) or not list(experiments):
         raise ValueError(f"experiments must be a non-empty list of names from {EXPERIMENTS}; got {experiments!r}.")
