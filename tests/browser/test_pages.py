@@ -98,7 +98,8 @@ def test_page(page, server, browser):
     views = "script[type=\"application/vnd.jupyter.widget-view+json\"]"
     has_views = tab.evaluate(f"() => document.querySelectorAll('{views}').length")
     if has_views:
-        tab.wait_for_selector(".jupyter-widgets", timeout=20000)
+        # attached, not visible: under a frame player the stored live panel is kept in the page but hidden
+        tab.wait_for_selector(".jupyter-widgets", state="attached", timeout=20000)
     seconds = time.perf_counter() - start
     info = tab.evaluate(INSPECT)
     SHOTS.mkdir(parents=True, exist_ok=True)
