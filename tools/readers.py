@@ -172,7 +172,20 @@ def colab() -> int:
     (OUT / "colab.json").write_text(json.dumps(report, indent=1))
     shutil.rmtree(tmp, ignore_errors=True)
     print(f"Colab-like run: {'PASSED' if ok else 'FAILED'} (torch {report['torch']}); report in {OUT / 'colab.json'}")
+    if not ok:
+        print(failures(chapters["chapters"], bootstrap=good, experiment=experiment))
     return 0 if ok else 1
+
+
+def failures(chapters: list[dict], *, bootstrap=None, experiment=None) -> str:
+    """What failed, in a few lines, printed last (a CI log shows its tail)."""
+    lines = [f"  {c['chapter']}: {c['status']}: {(c['error'] or str(c.get('differences', '')))[-500:]}"
+             for c in chapters if c["status"] != "ok"]
+    if bootstrap is not None and bootstrap.returncode != 0:
+        lines.append(f"  bootstrap: exit {bootstrap.returncode}: {bootstrap.stderr[-500:]}")
+    if experiment is not None and not experiment.get("ok", True):
+        lines.append(f"  experiment: {experiment}")
+    return "What failed:\n" + ("\n".join(lines) or "  (no chapter failed: see the checks above)")
 
 
 def _experiment_from_installed(python: Path, env: dict, tmp: Path) -> dict:
@@ -226,6 +239,8 @@ def binder() -> int:
     (OUT / "binder.json").write_text(json.dumps(report, indent=1))
     shutil.rmtree(tmp, ignore_errors=True)
     print(f"Binder-like run: {'PASSED' if ok else 'FAILED'} (clbook, torch {versions}; development tools installed: {tools or 'none'})")
+    if not ok:
+        print(failures(chapters["chapters"]))
     return 0 if ok else 1
 
 

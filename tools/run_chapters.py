@@ -53,8 +53,11 @@ def run_one(source: Path, twice: bool, timeout: int) -> dict:
     # client's and in the kernel's working directory (the chapter's folder), which differ, and the kernel never answers.
     km = KernelManager(kernel_name="python3", transport="ipc", ip=str(folder / "kernel-ipc"))
     client = NotebookClient(nb, km=km, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(folder)}})
+    # The kernel's own stderr (ipykernel's shutdown warnings, one per kernel) goes to a log beside the chapter; its
+    # tail joins the report when the chapter fails, so the harness's output stays the report's.
+    log = (folder / "kernel.log").open("w")
     try:
-        with client.setup_kernel():
+        with client.setup_kernel(stderr=log, stdout=log):
             start = time.perf_counter()
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type == "code":
@@ -74,7 +77,13 @@ def run_one(source: Path, twice: bool, timeout: int) -> dict:
         result["status"] = "error"
         lines = [ln for ln in str(exc).splitlines() if ln.strip()]
         result["error"] = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(lines[-6:]))[-1500:]
+    except Exception as exc:  # the kernel did not start or died: a failed chapter, reported like the others
+        result["status"] = "error"
+        log.flush()
+        tail = (folder / "kernel.log").read_text(errors="replace").strip().splitlines()[-8:]
+        result["error"] = f"{type(exc).__name__}: {exc}\n" + "\n".join(tail)
     finally:
+        log.close()
         shutil.rmtree(folder, ignore_errors=True)
     return result
 
@@ -98,7 +107,12 @@ def main(argv=None) -> int:
             print("    " + r["error"].replace("\n", "\n    "))
         for k, (a, b) in r.get("differences", {}).items():
             print(f"    cell {k}, first pass: {a[-300:]!r}\n    cell {k}, second pass: {b[-300:]!r}")
-    return 0 if all(r["status"] == "ok" for r in results) else 1
+    failed = [r for r in results if r["status"] != "ok"]
+    if failed:  # again at the end, where a log's tail shows it
+        print(f"{len(failed)} of {len(results)} chapters failed: " + "; ".join(f"{r['chapter']} ({r['status']})" for r in failed))
+        for r in failed:
+            print(f"  {r['chapter']}: {r['error'][-600:] or r.get('differences')}")
+    return 0 if not failed else 1
 
 
 if __name__ == "__main__":
