@@ -259,7 +259,8 @@ COLAB_EXACT = dict(python="3.13", torch="2.11.0")  # Colab's runtime (googlecola
 def _pyenv_python(version: str) -> str:
     """An interpreter of ``version`` (``python3.13`` on PATH, else pyenv's), or exit with one sentence."""
     found = shutil.which(f"python{version}")
-    if found:
+    # a pyenv shim is on PATH for every installed version but runs only the active ones: try it before taking it
+    if found and subprocess.run([found, "--version"], capture_output=True).returncode == 0:
         return found
     root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
     candidates = sorted(root.glob(f"{version}.*/bin/python{version}")) if root.is_dir() else []
