@@ -444,7 +444,7 @@ def rule(name: str, *, backprop: bool = False, **params) -> AlphaRule:
 
 
 def alpha_cl_loss(z1: torch.Tensor, z2: torch.Tensor, alpha_rule: AlphaRule) -> torch.Tensor:
-    r"""The α-CL objective of Def. 1 as a loss to minimise (anchors averaged):
+    r"""The α-CL objective of Def. 1 as a loss to minimise (anchors averaged).
 
     .. math::
 

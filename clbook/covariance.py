@@ -203,6 +203,8 @@ def energy(alpha, z1, z2) -> torch.Tensor:
 
 
 def _energy(laplacian: torch.Tensor, rows: torch.Tensor, z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
-    """:func:`energy` from the Laplacian and row sums of :math:`\alpha`, unchecked: for loops that reuse one
-    :math:`\alpha` for thousands of steps (:func:`clbook.dynamics.relu2layer.relu_ascent`)."""
+    r""":func:`energy` from the Laplacian and row sums of :math:`\alpha`, unchecked.
+
+    for loops that reuse one :math:`\alpha` for thousands of steps (:func:`clbook.dynamics.relu2layer.relu_ascent`).
+    """
     return (z1 * (laplacian @ z1)).sum() - (rows * (z1 - z2).pow(2).sum(dim=1)).sum()

@@ -36,8 +36,11 @@ __all__ = [
 
 
 def _as_matrix(name: str, g, like: torch.Tensor | None = None) -> torch.Tensor:
-    """``g`` as a finite floating-point ``[n, p]`` (``[n]`` reads as ``[n, 1]``; integers and lists are converted),
-    on the dtype and device of ``like`` when given."""
+    """``g`` as a finite floating-point ``[n, p]``.
+
+    ``[n]`` reads as ``[n, 1]``; integers and lists are converted,
+    on the dtype and device of ``like`` when given.
+    """
     g = as_tensor(name, g, dtype=None if like is None else like.dtype, device=None if like is None else like.device)
     if g.ndim == 1:
         g = g.unsqueeze(1)
@@ -264,7 +267,7 @@ def variance_limit(gbar, weights, features) -> torch.Tensor:
 
 
 def pairwise_limit(gbar, weights, kernel) -> torch.Tensor:
-    r"""Eq. 4 without the feature expansion, shape ``[p, p]``:
+    r"""Eq. 4 without the feature expansion, shape ``[p, p]``.
 
     .. math::
 

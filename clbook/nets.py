@@ -22,18 +22,18 @@ _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "linear": nn.Identity, "leaky_
 
 
 class MLP(nn.Module):
-    """A fully connected encoder.
+    r"""A fully connected encoder.
 
     Parameters
     ----------
     sizes : sequence of int
         Layer widths ``[d_in, h_1, ..., d_out]`` (at least two entries, each >= 1).
     generator : torch.Generator
-        CPU generator for the initial weights (He-style scale :math:`\\sqrt{2/\\text{fan-in}}`).
+        CPU generator for the initial weights (He-style scale :math:`\sqrt{2/\text{fan-in}}`).
     activation : {"relu", "tanh", "linear", "leaky_relu"}
         Hidden nonlinearity :math:`h`.
     normalize : bool
-        Whether to :math:`\\ell_2`-normalise the output, :math:`\\hat z = z/\\|z\\|_2`.
+        Whether to :math:`\ell_2`-normalise the output, :math:`\hat z = z/\|z\|_2`.
     bias : bool
         Whether the layers have biases.
     device, dtype : optional
@@ -78,6 +78,7 @@ class MLP(nn.Module):
         self.sizes = sizes
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The network's output for a batch ``x [n, sizes[0]]`` (checked: tensor, dtype, device, finite)."""
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"x must be a torch.Tensor; got {type(x).__name__} (convert it with clbook.to_device(x)).")
         if x.ndim != 2 or x.shape[1] != self.sizes[0]:

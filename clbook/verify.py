@@ -91,6 +91,7 @@ class Alternative:
                              "prediction) or measured (the measurement in the alternative's world).")
 
     def value(self, which: str):
+        """The prediction or the measurement (``which``), called first when it is a function."""
         v = getattr(self, which)
         return v() if callable(v) else v
 
@@ -114,6 +115,7 @@ class CheckRecord:
 
     @property
     def paper(self) -> str:
+        """The paper that the label's prefix names."""
         return PAPERS[self.label.split("-")[0]]
 
     @property
@@ -582,19 +584,22 @@ class TableComparison:
 
     @property
     def n_cells(self) -> int:
+        """The number of cells compared."""
         return len(self.cells)
 
     @property
     def n_agree(self) -> int:
+        """The number of cells that agree with the paper."""
         return sum(c.agrees for c in self.cells)
 
     @property
     def disagreeing(self) -> list[Agreement]:
+        """The cells that do not agree with the paper."""
         return [c for c in self.cells if not c.agrees]
 
     @property
     def k_family(self) -> float:
-        """The allowance factor for the whole table: Bonferroni's :math:`\\Phi^{-1}(1 - 0.05/(2n))` over ``n`` cells."""
+        r"""The allowance factor for the whole table: Bonferroni's :math:`\Phi^{-1}(1 - 0.05/(2n))` over ``n`` cells."""
         from statistics import NormalDist
 
         return NormalDist().inv_cdf(1 - 0.05 / (2 * self.n_cells))
@@ -605,6 +610,7 @@ class TableComparison:
         return all(abs(c.delta) <= c.allowed * self.k_family / self.k for c in self.cells)
 
     def summary(self) -> str:
+        """One sentence: how many cells agree, under which rule, and the verdict on the table."""
         verdict = "reproduced" if self.reproduced else "not reproduced"
         text = (f"{self.title}: {self.n_agree} of {self.n_cells} cells agree with the paper (|Δ| ≤ {fmt.value(self.k)}·√(se_paper² + "
                 f"se_ours²)); as a table (every cell within {fmt.value(self.k_family)} se, 5 % family-wise): {verdict}.")

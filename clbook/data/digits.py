@@ -34,8 +34,10 @@ class ShiftedDigits:
 
 
 def shifted_digits(*, canvas: int = 12, n_train: int = 1200, seed: int = 0, dtype=torch.float32) -> ShiftedDigits:
-    r"""All 1797 digits of ``sklearn.datasets.load_digits`` (scaled to [0, 1]), each pasted at its own fixed
-    random offset in a ``canvas × canvas`` zero image, then split ``n_train`` / rest at random.
+    r"""All 1797 digits of ``sklearn.datasets.load_digits``, pasted at random offsets on a larger canvas.
+
+    The digits are scaled to [0, 1], each pasted at its own fixed random offset in a ``canvas × canvas`` zero image,
+    then split ``n_train`` / rest at random.
 
     The offsets and the split are drawn once, by numpy's PCG64 generator seeded with ``seed`` (the one use of
     ``numpy.random.default_rng`` in the package, documented interop with scikit-learn's numpy data): they define the

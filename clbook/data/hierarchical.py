@@ -50,10 +50,12 @@ class TokenWorlds:
 
     @property
     def num_tokens(self) -> int:
+        """The number of tokens (rows of ``magnitudes``)."""
         return int(self.magnitudes.shape[0])
 
     @property
     def num_positions(self) -> int:
+        """The number of positions per pattern (last axis of ``patterns``)."""
         return int(self.patterns.shape[2])
 
     def select(self, index: int) -> "TokenWorlds":
@@ -143,8 +145,11 @@ def sample_tokens(worlds: TokenWorlds, n: int, *, generator: torch.Generator,
 
 def sample_views(worlds: TokenWorlds, n: int, *, generator: torch.Generator, aug_degree: int = 5,
                  dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    r"""A batch of positive pairs as embeddings: ``x1, x2`` ``[S, n, K, d]`` (:math:`\mathbf x = [\mathbf u_{a_1}; \dots; \mathbf u_{a_K}]`)
-    and the generator index ``[S, n]``; see :func:`sample_tokens`."""
+    r"""A batch of positive pairs as embeddings.
+
+    ``x1, x2`` ``[S, n, K, d]`` (:math:`\mathbf x = [\mathbf u_{a_1}; \dots; \mathbf u_{a_K}]`) and the generator index
+    ``[S, n]``; see :func:`sample_tokens`.
+    """
     tokens1, tokens2, which = sample_tokens(worlds, n, generator=generator, aug_degree=aug_degree)
     mags = worlds.magnitudes.to(dtype)
     d = worlds.num_tokens

@@ -48,10 +48,12 @@ class LatentModel:
 
     @property
     def num_patterns(self) -> int:
+        """The number of latent patterns (columns of ``U``)."""
         return self.U.shape[1]
 
     @property
     def dim(self) -> int:
+        """The input dimension (rows of ``U``)."""
         return self.U.shape[0]
 
 

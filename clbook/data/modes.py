@@ -26,18 +26,18 @@ __all__ = ["ModeBatch", "orthogonal_modes", "assumption1_violations"]
 
 @dataclass(frozen=True)
 class ModeBatch:
-    """A batch of two views of Assumption-1 data.
+    r"""A batch of two views of Assumption-1 data.
 
     Attributes
     ----------
     x1, x2 : torch.Tensor, shape=[n, d]
-        First views :math:`\\mathbf x[i]` and second views :math:`\\mathbf x[i'] = \\gamma[i]\\mathbf x[i]`.
+        First views :math:`\mathbf x[i]` and second views :math:`\mathbf x[i'] = \gamma[i]\mathbf x[i]`.
     labels : torch.Tensor, shape=[n]
         The active mode :math:`m` of each sample (``int64``).
     amplitudes : torch.Tensor, shape=[n]
         :math:`a_{m}[i]` of the active mode.
     gamma : torch.Tensor, shape=[n]
-        The augmentation factors :math:`\\gamma[i] > 0`.
+        The augmentation factors :math:`\gamma[i] > 0`.
     mixed : torch.Tensor, shape=[n]
         ``True`` for the samples whose one-hotness was deliberately broken.
     """

@@ -304,8 +304,10 @@ def mask_moment(p: int, *, keep: float, scheme: str = "independent") -> torch.Te
 
 
 def views(X: torch.Tensor, *, keep: float, generator: torch.Generator, scheme: str = "independent") -> tuple[torch.Tensor, torch.Tensor]:
-    r"""Two masked views of each row of ``X`` (``[..., n, p]``, at least two axes): Eq. 3 or Eq. 2, fresh masks per
-    sample. The masks are drawn in the dtype of :func:`clbook.setup` and moved to ``X``."""
+    r"""Two masked views of each row of ``X`` (``[..., n, p]``, at least two axes).
+
+    Eq. 3 or Eq. 2, fresh masks per sample. The masks are drawn in the dtype of :func:`clbook.setup` and moved to ``X``.
+    """
     X = as_tensor("X", X, min_ndim=2)
     if X.numel() == 0:
         raise ValueError(f"X must hold at least one sample; got shape {list(X.shape)}.")
@@ -329,8 +331,10 @@ def enumerate_latents(d: int, *, sparsity: float) -> tuple[torch.Tensor, torch.T
 
 
 def enumerate_masks(d: int, *, keep: float) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""All :math:`2^d` diagonals of a mask with i.i.d. Bernoulli(:math:`\alpha`) entries (Eq. 3) and their
-    probabilities, for exact expectations over masks (Chapters 15, 16), ``1 <= d <= 12``.
+    r"""All :math:`2^d` diagonals of a mask with i.i.d.
+
+    Bernoulli(:math:`\alpha`) entries (Eq. 3) and their probabilities, for exact expectations over masks (Chapters 15,
+    16), ``1 <= d <= 12``.
 
     Returns ``(D [2^d, d], prob [2^d])`` on the device and in the dtype of :func:`clbook.setup`.
     """

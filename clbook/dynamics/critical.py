@@ -144,8 +144,10 @@ def mixture_plane_moment(w, mix: Mixture) -> torch.Tensor:
 
 
 def mixture_mean_output(w, mix: Mixture) -> torch.Tensor:
-    r""":math:`\mathbb E[\mathrm{relu}(w^\top x)] = \sum_k\pi_k(a_k\Phi(a_k/\sigma) + \sigma\varphi(a_k/\sigma))`,
-    :math:`a_k = w^\top m_k`."""
+    r"""The mean output of a ReLU unit on a Gaussian mixture, in closed form.
+
+    .. math:: \mathbb E[\mathrm{relu}(w^\top x)] = \sum_k\pi_k(a_k\Phi(a_k/\sigma) + \sigma\varphi(a_k/\sigma)),\quad a_k = w^\top m_k.
+    """
     w = _unit(w)
     mix = _check_mixture(mix, w)
     a = mix.means @ w
@@ -240,9 +242,12 @@ def tangent_basis(w) -> torch.Tensor:
 
 @dataclass
 class StabilityReport:
-    r"""At a critical point: :math:`\lambda_*`, gap, residual :math:`\|F(w_*)\|`, roughness :math:`\rho`,
-    tangent Jacobian eigenvalues (real parts, ascending), :math:`\max_u u^\top Ju` (numerical range), Thm 1's bound
-    :math:`-(\lambda_{\rm gap}-\rho)`, ``is_lme`` (:math:`w_*` is the top eigenvector with a positive gap)."""
+    r"""At a critical point.
+
+    :math:`\lambda_*`, gap, residual :math:`\|F(w_*)\|`, roughness :math:`\rho`, tangent Jacobian eigenvalues (real
+    parts, ascending), :math:`\max_u u^\top Ju` (numerical range), Thm 1's bound :math:`-(\lambda_{\rm gap}-\rho)`,
+    ``is_lme`` (:math:`w_*` is the top eigenvector with a positive gap).
+    """
 
     lam: float
     gap: float
@@ -255,7 +260,7 @@ class StabilityReport:
 
 
 def stability_report(w, A_fn) -> StabilityReport:
-    """Thm 1 quantities at ``w`` by autograd: :math:`J` of :math:`F` on the tangent space and :math:`\\rho`.
+    r"""Thm 1 quantities at ``w`` by autograd: :math:`J` of :math:`F` on the tangent space and :math:`\rho`.
 
     ``w [d]`` (``d >= 2``, normalised here) should be a critical point; ``A_fn(w)`` returns :math:`A(w)` ``[d, d]``,
     differentiable in ``w`` (e.g. :func:`mixture_gated_covariance`). Use float64.
@@ -277,8 +282,11 @@ def stability_report(w, A_fn) -> StabilityReport:
 
 
 def find_critical(w0, A_fn, *, step: float = 2.0, max_steps: int = 4000, tol: float = 1e-13) -> torch.Tensor:
-    r"""A critical point reached from ``w0``: projected ascent :math:`w\leftarrow\mathrm{normalize}(w + \eta F(w))` until
-    :math:`\|F\| <` ``tol`` (or ``max_steps``), on one thread."""
+    r"""A critical point reached from ``w0``.
+
+    projected ascent :math:`w\leftarrow\mathrm{normalize}(w + \eta F(w))` until :math:`\|F\| <` ``tol`` (or
+    ``max_steps``), on one thread.
+    """
     step = check_positive("step", step)
     max_steps = check_int("max_steps", max_steps, 1)
     tol = check_positive("tol", tol)
@@ -296,8 +304,11 @@ def find_critical(w0, A_fn, *, step: float = 2.0, max_steps: int = 4000, tol: fl
 
 def perturb_and_return(w_star, A_fn, *, eps: float, directions: int, generator: torch.Generator, step: float = 1.0,
                        steps: int = 300) -> torch.Tensor:
-    r"""Perturb :math:`w_*` by ``eps`` along ``directions`` random tangent directions, follow Eq. 7 (explicit steps
-    on the sphere), return the final distances :math:`\|w(T) - w_*\|`, ``[directions]``."""
+    r"""Perturb :math:`w_*` along random tangent directions and follow Eq. 7.
+
+    Perturb by ``eps`` along ``directions`` random tangent directions, follow Eq. 7 (explicit steps on the sphere),
+    return the final distances :math:`\|w(T) - w_*\|`, ``[directions]``.
+    """
     eps = check_positive("eps", eps)
     directions = check_int("directions", directions, 1)
     steps = check_int("steps", steps, 1)
@@ -322,8 +333,11 @@ def perturb_and_return(w_star, A_fn, *, eps: float, directions: int, generator: 
 
 @dataclass
 class PowerIteration:
-    r"""Eq. PI trajectory: iterates ``W [T+1, d]``, discrepancies :math:`\|w(t+1)-w(t)\|` ``[T]``,
-    :math:`c_t = \phi_1(t)^\top w(t)` ``[T+1]``, gaps ``[T+1]``, ``cycle`` (period of an exactly repeating state, 0 if none)."""
+    r"""Eq. PI trajectory.
+
+    iterates ``W [T+1, d]``, discrepancies :math:`\|w(t+1)-w(t)\|` ``[T]``, :math:`c_t = \phi_1(t)^\top w(t)` ``[T+1]``,
+    gaps ``[T+1]``, ``cycle`` (period of an exactly repeating state, 0 if none).
+    """
 
     W: torch.Tensor
     discrepancy: torch.Tensor
@@ -385,10 +399,12 @@ def perturbed_patterns(d: int, eta: float, *, generator: torch.Generator) -> tor
 
 
 def lemma7_terms(A, w) -> dict:
-    r"""Lemmas 7–8 for one PD matrix (batched ``A [n, d, d]``, ``w [n, d]``, unit, :math:`c>0` after a sign flip of
-    :math:`\phi_1`): returns ``c``, ``d`` (:math:`\phi_1^\top w'` with :math:`w' = Aw/\|Aw\|`), ``mu``
+    r"""Lemmas 7–8 for one PD matrix (batched ``A [n, d, d]``, ``w [n, d]``, unit, :math:`c>0` after a sign flip of :math:`\phi_1`).
+
+    returns ``c``, ``d`` (:math:`\phi_1^\top w'` with :math:`w' = Aw/\|Aw\|`), ``mu``
     (:math:`\frac{1+c}{2c^2}(\lambda_2/\lambda_1)^2`), ``step`` (:math:`\|w'-w\|`) and ``step_bound``
-    (:math:`\sqrt{2(1+\mu c)(1-c)}`)."""
+    (:math:`\sqrt{2(1+\mu c)(1-c)}`).
+    """
     A = check_tensor("A", A, ndim=3)
     w = check_tensor("w", w, ndim=2)
     if A.shape[1] != A.shape[2] or A.shape[1] < 2 or w.shape != A.shape[:2]:
@@ -415,8 +431,10 @@ def _relu_cos_antiderivative(u: torch.Tensor) -> torch.Tensor:
 
 
 def jitter_landscape(theta, angles, *, jitter: float) -> torch.Tensor:
-    r"""App. B.5 on Fig. 8: :math:`\mathcal E(\theta) = \tfrac12\mathbb V_{x_0}[b(\theta|x_0)]` with ReLU, uniform
-    :math:`\alpha` and rotation jitter :math:`t\sim U[-a, a]` of unit points at ``angles``, in closed form:
+    r"""App.
+
+    B.5 on Fig. 8: :math:`\mathcal E(\theta) = \tfrac12\mathbb V_{x_0}[b(\theta|x_0)]` with ReLU, uniform :math:`\alpha`
+    and rotation jitter :math:`t\sim U[-a, a]` of unit points at ``angles``, in closed form:
 
     .. math::
 
@@ -437,8 +455,11 @@ def jitter_landscape(theta, angles, *, jitter: float) -> torch.Tensor:
 
 
 def cyclic_landscape(theta, angles, *, order: int) -> torch.Tensor:
-    r"""App. B.5 with the cyclic group :math:`C_n` (``order`` :math:`n`): :math:`b(\theta|x_0) = \frac1n\sum_k
-    \mathrm{relu}(\cos(\theta-\theta_j-2\pi k/n))`; :math:`\mathcal E` is exactly :math:`2\pi/n`-periodic."""
+    r"""App.
+
+    B.5 with the cyclic group :math:`C_n` (``order`` :math:`n`): :math:`b(\theta|x_0) = \frac1n\sum_k
+    \mathrm{relu}(\cos(\theta-\theta_j-2\pi k/n))`; :math:`\mathcal E` is exactly :math:`2\pi/n`-periodic.
+    """
     theta = check_tensor("theta", theta, ndim=1)
     angles = check_tensor("angles", angles, ndim=1)
     n = check_int("order", order, 1)
@@ -449,8 +470,11 @@ def cyclic_landscape(theta, angles, *, order: int) -> torch.Tensor:
 
 
 def mixture_grid(mix: Mixture, *, points: int = 301, reach: float = 5.0) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""2-D quadrature grid for a mixture: nodes ``[n, 2]`` on a square covering every mean :math:`\pm` ``reach`` :math:`\sigma`,
-    and weights ``[n]`` :math:`p(x)h^2`, renormalised to sum to one."""
+    r"""2-D quadrature grid for a mixture.
+
+    nodes ``[n, 2]`` on a square covering every mean :math:`\pm` ``reach`` :math:`\sigma`, and weights ``[n]``
+    :math:`p(x)h^2`, renormalised to sum to one.
+    """
     mix = _check_mixture(mix)
     if mix.means.shape[1] != 2:
         raise ValueError(f"mixture_grid needs 2-D data; got mix.means of shape {tuple(mix.means.shape)}.")
@@ -464,7 +488,7 @@ def mixture_grid(mix: Mixture, *, points: int = 301, reach: float = 5.0) -> tupl
 
 
 def gaussian_alpha_covariance(w, w_alpha, nodes, weights, *, temperature: float, terms: int = 200) -> torch.Tensor:
-    r"""Large-batch gated covariance under the Gaussian :math:`\alpha` of Cor. 2, frozen at ``w_alpha`` (stop-gradient):
+    r"""Large-batch gated covariance under the Gaussian :math:`\alpha` of Cor. 2, frozen at ``w_alpha`` (stop-gradient).
 
     .. math::
 
@@ -534,8 +558,10 @@ def lemma_terms_along(W, A_fn) -> dict:
 
 
 def omega_at(w, A_fn) -> float:
-    r"""Def. 4's irregularity :math:`\omega(w) = \mu + \nu` at one point, from one power-iteration step
-    (local :math:`L`, :math:`\kappa`, see :func:`lemma_terms_along`)."""
+    r"""Def. 4's irregularity :math:`\omega(w) = \mu + \nu` at one point.
+
+    From one power-iteration step (local :math:`L`, :math:`\kappa`, see :func:`lemma_terms_along`).
+    """
     w = _unit(w).detach()
     with single_thread(), torch.no_grad():
         v = _A_at(A_fn, w) @ w
@@ -543,8 +569,10 @@ def omega_at(w, A_fn) -> float:
 
 
 def thm3_cap(c0: float, gamma: float) -> float:
-    r"""Thm 3's cap :math:`B_\gamma = \{w: w^\top w(0)\ge(c_0-c_\gamma)/(1-c_\gamma)\}` with
-    :math:`c_\gamma = 2\sqrt\gamma/(1+\gamma)`: returns the threshold; ``0 <= gamma < 1``, ``-1 <= c0 <= 1``."""
+    r"""Thm 3's cap :math:`B_\gamma = \{w: w^\top w(0)\ge(c_0-c_\gamma)/(1-c_\gamma)\}` with :math:`c_\gamma = 2\sqrt\gamma/(1+\gamma)`.
+
+    returns the threshold; ``0 <= gamma < 1``, ``-1 <= c0 <= 1``.
+    """
     gamma = check_in_range("gamma", gamma, 0.0, 1.0)
     if gamma == 1.0:
         raise ValueError("gamma must be < 1 (Thm 3 needs a contraction); got gamma = 1.0.")
@@ -554,8 +582,9 @@ def thm3_cap(c0: float, gamma: float) -> float:
 
 
 def mixture_landscape(theta, mix: Mixture) -> torch.Tensor:
-    r"""The 2-D landscape :math:`\mathcal E(\theta) = \tfrac12\mathbb V[\mathrm{relu}(w^\top x)]`, :math:`w = (\cos\theta, \sin\theta)`,
-    of a Gaussian mixture in closed form (uniform :math:`\alpha`, Cor. 1), ``theta [T]`` -> ``[T]``.
+    r"""The 2-D landscape :math:`\mathcal E(\theta) = \tfrac12\mathbb V[\mathrm{relu}(w^\top x)]` of a Gaussian mixture.
+
+    Here :math:`w = (\cos\theta, \sin\theta)`, in closed form (uniform :math:`\alpha`, Cor. 1), ``theta [T]`` -> ``[T]``.
 
     With :math:`a_k = w^\top m_k/\sigma`: :math:`\mathbb E_k[\mathrm{relu}] = \sigma(a_k\Phi + \varphi)`,
     :math:`\mathbb E_k[\mathrm{relu}^2] = \sigma^2((a_k^2+1)\Phi + a_k\varphi)`.

@@ -60,7 +60,7 @@ NORMALIZATIONS = ("frobenius", "filter")
 # ----------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ContrastiveBatch:
-    """Two views of a batch, their pairwise importance and the input contrastive covariance :math:`X_\\alpha`."""
+    r"""Two views of a batch, their pairwise importance and the input contrastive covariance :math:`X_\alpha`."""
 
     x1: torch.Tensor
     x2: torch.Tensor
@@ -69,7 +69,7 @@ class ContrastiveBatch:
 
     @property
     def eigenvalues(self) -> torch.Tensor:
-        """Eigenvalues of :math:`X_\\alpha`, descending."""
+        r"""Eigenvalues of :math:`X_\alpha`, descending."""
         return torch.linalg.eigvalsh(self.X).flip(0)
 
 
@@ -189,8 +189,11 @@ def _tangent(weights, grads, normalization):
 
 def random_weights(widths, *, n_starts: int = 1, seed: int = 0, normalization: str | None = "frobenius",
                    scale: float = 1.0) -> list[torch.Tensor]:
-    """Gaussian weights ``[n_starts, n_l, n_{l-1}]``, projected onto the constraint set (or scaled by ``scale``
-    times :math:`1/\\sqrt{n_{l-1}}` when ``normalization=None``)."""
+    r"""Gaussian weights ``[n_starts, n_l, n_{l-1}]``, projected onto the constraint set.
+
+    Or scaled by ``scale``
+    times :math:`1/\sqrt{n_{l-1}}` when ``normalization=None``).
+    """
     widths = _widths(widths)
     n_starts = check_int("n_starts", n_starts, 1)
     scale = check_positive("scale", scale)
@@ -202,7 +205,7 @@ def random_weights(widths, *, n_starts: int = 1, seed: int = 0, normalization: s
 
 
 def end_to_end(weights) -> torch.Tensor:
-    """The product :math:`W = W_L\\cdots W_1`, shape ``[S, n_L, n_0]``."""
+    r"""The product :math:`W = W_L\cdots W_1`, shape ``[S, n_L, n_0]``."""
     return _end_to_end(_weights(weights))
 
 
@@ -268,7 +271,7 @@ def balance_matrices(weights) -> list[torch.Tensor]:
 # ----------------------------------------------------------------------------------------------------------------
 @dataclass
 class TrainResult:
-    """Projected gradient ascent on :math:`\\mathcal E_\\alpha` from ``S`` starts.
+    r"""Projected gradient ascent on :math:`\mathcal E_\alpha` from ``S`` starts.
 
     Attributes
     ----------
@@ -277,7 +280,7 @@ class TrainResult:
     steps : numpy.ndarray, shape=[T]
         The recorded steps (0 and every ``record_every`` steps, and the last).
     energy : numpy.ndarray, shape=[T, S]
-        :math:`\\mathcal E_\\alpha` at the recorded steps.
+        :math:`\mathcal E_\alpha` at the recorded steps.
     singular_values : numpy.ndarray, shape=[T, S, L, 2]
         The two largest singular values of every layer (0 where a layer has rank < 2).
     stop_reason : str
@@ -399,7 +402,7 @@ class BlowupResult:
 
 def solve_unconstrained(X, weights, *, t_max: float, max_norm: float = 1e3, rtol: float = 1e-10,
                         atol: float = 1e-12) -> BlowupResult:
-    """Integrate :math:`\\dot W_l = W_{>l}^\\top W_{>l}W_lF_{l-1}` without constraints for one start (``S = 1``)."""
+    r"""Integrate :math:`\dot W_l = W_{>l}^\top W_{>l}W_lF_{l-1}` without constraints for one start (``S = 1``)."""
     weights = _weights(weights)
     if weights[0].shape[0] != 1:
         raise ValueError(f"solve_unconstrained integrates one start; got S = {weights[0].shape[0]}.")
@@ -444,8 +447,11 @@ def solve_unconstrained(X, weights, *, t_max: float, max_norm: float = 1e3, rtol
 
 
 def aligned_weights(X, widths, *, scale: float, seed: int = 0) -> list[torch.Tensor]:
-    r"""Balanced aligned rank-one weights :math:`W_l = a\,v_lv_{l-1}^\top` with :math:`v_0 = u_{\max}(X)`, random unit
-    :math:`v_l` (``l >= 1``) and :math:`a` = ``scale``; one start."""
+    r"""Balanced aligned rank-one weights :math:`W_l = a\,v_lv_{l-1}^\top`.
+
+    With :math:`v_0 = u_{\max}(X)`, random unit
+    :math:`v_l` (``l >= 1``) and :math:`a` = ``scale``; one start.
+    """
     widths = _widths(widths)
     X = _check_X(X, widths[0])
     scale = check_positive("scale", scale)
@@ -458,9 +464,12 @@ def aligned_weights(X, widths, *, scale: float, seed: int = 0) -> list[torch.Ten
 
 
 def aligned_blowup_time(scale: float, depth: int, lam: float, max_norm: float = math.inf) -> float:
-    r"""Closed form for aligned balanced weights: :math:`\dot a = \lambda a^{2L-1}`, so :math:`a(t)` reaches ``max_norm``
-    at :math:`t = \big(a_0^{-(2L-2)} - a_{\max}^{-(2L-2)}\big)/\big((2L-2)\lambda\big)` (``L >= 2``, :math:`\lambda > 0`).
-    With ``max_norm = inf`` this is the blow-up time."""
+    r"""Closed form for aligned balanced weights.
+
+    :math:`\dot a = \lambda a^{2L-1}`, so :math:`a(t)` reaches ``max_norm`` at :math:`t = \big(a_0^{-(2L-2)} -
+    a_{\max}^{-(2L-2)}\big)/\big((2L-2)\lambda\big)` (``L >= 2``, :math:`\lambda > 0`). With ``max_norm = inf`` this is
+    the blow-up time.
+    """
     scale = check_positive("scale", scale)
     depth = check_int("depth", depth, 2)
     lam = check_positive("lam", lam)
@@ -566,10 +575,12 @@ def weight_gradient_cosines(kind: str = "l2", **kwargs) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------------------------
 def figure2_data(depth: int = 5, width: int = 8, gap: float = 1.0, augmentation: float = 0.5, eta: float = 0.3,
                  steps: int = 800, seed: int = 1, layer_scaled: bool = False, n: int = 32, d: int = 10):
-    r"""The run behind the paper's Fig. 2: projected training (:func:`train`) of one DeepLin net with widths
-    ``[d, width, ..., width, 6]`` on :math:`X_\alpha` of :func:`contrastive_batch` scaled to :math:`\lambda_{\max} = 1`.
-    Returns ``(result, X)``. Results are cached (the static figure, the panel's first draw and the chapter's table
-    share one run); treat them as read-only."""
+    r"""The run behind the paper's Fig. 2.
+
+    projected training (:func:`train`) of one DeepLin net with widths ``[d, width, ..., width, 6]`` on :math:`X_\alpha`
+    of :func:`contrastive_batch` scaled to :math:`\lambda_{\max} = 1`. Returns ``(result, X)``. Results are cached (the
+    static figure, the panel's first draw and the chapter's table share one run); treat them as read-only.
+    """
     depth = check_int("depth", depth, 1, 8)
     width = check_int("width", width, 2, 64)
     steps, seed = check_int("steps", steps, 0), check_int("seed", seed, 0)

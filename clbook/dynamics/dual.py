@@ -78,7 +78,7 @@ def _linear_args(Wo, Wt, Sigma):
 
 
 def _view_moment(Sigma: torch.Tensor, keep: float, scheme: str) -> torch.Tensor:
-    """:math:`\\mathbb E[a_1a_2^\\top] = K\\circ\\Sigma` (symmetric), with :math:`K` from :func:`clbook.data.sparse_coding.mask_moment`."""
+    r""":math:`\mathbb E[a_1a_2^\top] = K\circ\Sigma` (symmetric), with :math:`K` from :func:`clbook.data.sparse_coding.mask_moment`."""
     return sc.mask_moment(Sigma.shape[-1], keep=keep, scheme=scheme).to(Sigma) * Sigma
 
 
@@ -112,7 +112,9 @@ def linear_population(Wo, Wt, Sigma, *, keep: float, scheme: str = "independent"
 
 
 def linear_gradients(Wo, Wt, Sigma, *, keep: float, scheme: str = "independent") -> tuple[torch.Tensor, torch.Tensor]:
-    r"""Population gradients of Eq. 12 (App. C.1): with :math:`C = K\circ\Sigma`,
+    r"""Population gradients of Eq. 12 (App. C.1).
+
+    With :math:`C = K\circ\Sigma`,
 
     .. math:: \nabla_{W^o}L = -2W^tC,\qquad \nabla_{W^t}L = -2W^oC,
 
@@ -125,8 +127,10 @@ def linear_gradients(Wo, Wt, Sigma, *, keep: float, scheme: str = "independent")
 
 @dataclass(frozen=True)
 class LinearRun:
-    """Trajectory of simultaneous gradient descent on Eq. 12: ``Wo[t]``, ``Wt[t]`` for ``t = 0..steps`` (or the
-    first and the last iterate only)."""
+    """Trajectory of simultaneous gradient descent on Eq. 12.
+
+    ``Wo[t]``, ``Wt[t]`` for ``t = 0..steps`` (or the first and the last iterate only).
+    """
 
     Wo: torch.Tensor
     Wt: torch.Tensor
@@ -180,7 +184,9 @@ def closed_form_coefficients(c, lam) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def paper_c2(c, lam) -> torch.Tensor:
-    r"""The paper's printed :math:`C_{2,t} = \sum_j c_j\prod_{i=j}^{t-1}(\lambda_i - c_i)\prod_{i<j}(\lambda_i+c_i)`
+    r"""The paper's printed :math:`C_{2,t}`, for ``t = 0..T``.
+
+    :math:`C_{2,t} = \sum_j c_j\prod_{i=j}^{t-1}(\lambda_i - c_i)\prod_{i<j}(\lambda_i+c_i)`
     (product from :math:`i = j`, an off-by-one), for ``t = 0..T``.
 
     Computed by the recursion :math:`X_{t+1} = (\lambda_t - c_t)(X_t + c_tP_t)`, :math:`X_0 = 0`.
@@ -261,7 +267,8 @@ def linear_flow(Wo0, Wt0, Sigma, *, keep: float, decay: float = 0.0, t_eval, sch
 
 def linear_flow_closed_form(Wo0, Wt0, Sigma, *, keep: float, decay: float = 0.0, t: float,
                             scheme: str = "independent") -> tuple[torch.Tensor, torch.Tensor]:
-    r"""Closed form of :func:`linear_flow` at time ``t >= 0``:
+    r"""Closed form of :func:`linear_flow` at time ``t >= 0``.
+
     :math:`W^{o,t}(t) = \tfrac12[(W^o_0 + W^t_0)e^{t(2C - \mu I)} \pm (W^o_0 - W^t_0)e^{-t(2C + \mu I)}]`.
     """
     Wo0, Wt0, Sigma = _linear_args(Wo0, Wt0, Sigma)
@@ -293,8 +300,9 @@ def span_residual(W, M, Wo0, Wt0) -> float:
 
 
 def span_metric_sup(A, B, *, n_angles: int = 2001, extra_angles=()) -> torch.Tensor:
-    r"""Upper envelope over :math:`\theta` of the max-cosine summaries of :math:`\cos\theta A + \sin\theta B` read in
-    :math:`\mathrm{span}(M)` (Cor. 1): the best the span of the initialisation can do.
+    r"""Upper envelope over :math:`\theta` of the max-cosine summaries of :math:`\cos\theta A + \sin\theta B`.
+
+    Read in :math:`\mathrm{span}(M)` (Cor. 1): the best the span of the initialisation can do.
 
     ``A`` and ``B`` are ``[m, d]`` coordinate matrices (:math:`W^o_0M`, :math:`W^t_0M`); the metric of a combination
     :math:`C` is ``maxcos.max_cosines(C, I_d)``, rows normalised by :math:`\|C_{i*}\|\le\|W_{i*}\|`. It is
@@ -345,7 +353,7 @@ def _mean_output(W, b, Z, D, pd):
 
 
 def population_loss(Wo, Wt, bo, bt, *, keep: float, sparsity: float) -> float:
-    r"""Exact population loss of Eq. 13 with :math:`M = I`, :math:`\sigma_0 = 0`, by enumeration:
+    r"""Exact population loss of Eq. 13 with :math:`M = I`, :math:`\sigma_0 = 0`, by enumeration.
 
     .. math:: L = 2 - 2\sum_z \Pr(z)\,\big\langle\mathbb E_{D_1}\mathrm{SReLU}_{b^o}(W^oD_1z),\
               \mathbb E_{D_2}\mathrm{SReLU}_{b^t}(W^tD_2z)\big\rangle,
@@ -359,7 +367,7 @@ def population_loss(Wo, Wt, bo, bt, *, keep: float, sparsity: float) -> float:
 
 
 def population_gradient(Wo, Wt, bo, bt, *, keep: float, sparsity: float) -> torch.Tensor:
-    r"""Exact :math:`\nabla_{W^o}L` of Eq. 13 (target under stop-gradient), by enumeration:
+    r"""Exact :math:`\nabla_{W^o}L` of Eq. 13 (target under stop-gradient), by enumeration.
 
     .. math:: \nabla_{W^o}L = -2\,\mathbb E_z\,\mathbb E_{D_1}\big[(f^t(z)\odot\mathbf 1[|W^oD_1z| > b^o])(D_1z)^\top\big],
               \qquad f^t(z) = \mathbb E_{D_2}\mathrm{SReLU}_{b^t}(W^tD_2z).
@@ -376,7 +384,7 @@ def population_gradient(Wo, Wt, bo, bt, *, keep: float, sparsity: float) -> torc
 
 
 def regime_loss(Wo, Wt, bo, bt, *, keep: float, sparsity: float) -> float:
-    r"""The closed form of Eq. 13 in the regime of Assumption 3 (App. C.3, with the brackets restored):
+    r"""The closed form of Eq. 13 in the regime of Assumption 3 (App. C.3, with the brackets restored).
 
     .. math:: L = 2 - 2\alpha^2\beta\sum_i\Big[(W^o_{ii} - b^o_i)(W^t_{ii} - b^t_i)
               + \alpha^2\beta\sum_{j\neq i}W^o_{ij}W^t_{ij}\Big]
@@ -398,8 +406,9 @@ def regime_loss(Wo, Wt, bo, bt, *, keep: float, sparsity: float) -> float:
 
 
 def regime_holds(W, b) -> bool:
-    r"""Deterministic form of Assumption 3 with :math:`M = I`, :math:`\sigma_0 = 0`: for every row,
-    :math:`s_i := \sum_{j\neq i}|W_{ij}| < b_i < W_{ii} - s_i`.
+    r"""Deterministic form of Assumption 3 with :math:`M = I`, :math:`\sigma_0 = 0`.
+
+    for every row, :math:`s_i := \sum_{j\neq i}|W_{ij}| < b_i < W_{ii} - s_i`.
 
     Then neuron :math:`i` fires exactly when :math:`D_{ii}z_i\neq0`, with the sign of :math:`z_i`, for every
     latent and mask. ``W`` square ``[d, d]``; ``b`` a number or ``[d]``, ``>= 0``.
@@ -413,9 +422,11 @@ def regime_holds(W, b) -> bool:
 
 
 def fixed_point(Wt, bt, *, keep: float, sparsity: float) -> torch.Tensor:
-    r"""Limit of one inner loop of Thm 3 in the regime: row :math:`i` of :math:`W^{o*}` is :math:`G_{i*}/\|G_{i*}\|`
-    with :math:`G_{ii} = W^t_{ii} - b^t_i`, :math:`G_{ij} = \alpha^2\beta W^t_{ij}` (Lemma 1, vector form).
-    ``Wt`` ``[d, d]``, ``bt`` a number or ``[d]``; returns ``[d, d]``."""
+    r"""Limit of one inner loop of Thm 3 in the regime.
+
+    row :math:`i` of :math:`W^{o*}` is :math:`G_{i*}/\|G_{i*}\|` with :math:`G_{ii} = W^t_{ii} - b^t_i`, :math:`G_{ij} =
+    \alpha^2\beta W^t_{ij}` (Lemma 1, vector form). ``Wt`` ``[d, d]``, ``bt`` a number or ``[d]``; returns ``[d, d]``.
+    """
     Wt = _matrix("Wt", Wt)
     if Wt.shape[0] != Wt.shape[1]:
         raise ValueError(f"Wt must be square [d, d]; got {list(Wt.shape)}.")
@@ -513,7 +524,7 @@ def half_round_ratio(Wt, b, *, keep: float, sparsity: float, eta: float = 2.0,
 
 # ------------------------------------------------------------------------------------------------------ Lemma 1
 def lemma1_iterate(v0, a, c_seq) -> torch.Tensor:
-    r"""The proportional update with normalisation of Lemma 1 (App. D), in its vector form:
+    r"""The proportional update with normalisation of Lemma 1 (App. D), in its vector form.
 
     .. math:: v_1\leftarrow v_1 + c^{(t)},\quad v_i\leftarrow v_i + a_ic^{(t)}\ (i\ge2),\quad
               v\leftarrow v/\|v\|_2 .
@@ -543,8 +554,11 @@ def lemma1_iterate(v0, a, c_seq) -> torch.Tensor:
 
 
 def lemma1_limit(a, d: int | None = None) -> torch.Tensor:
-    r"""Limit of Lemma 1: :math:`(1, a_2, \dots, a_d)/\sqrt{1 + \sum_i a_i^2}`. A scalar ``a`` needs ``d >= 2``; a
-    vector ``a`` gives :math:`d` = its length + 1."""
+    r"""Limit of Lemma 1.
+
+    :math:`(1, a_2, \dots, a_d)/\sqrt{1 + \sum_i a_i^2}`. A scalar ``a`` needs ``d >= 2``; a vector ``a`` gives
+    :math:`d` = its length + 1.
+    """
     a = as_tensor("a", a)
     if a.ndim == 0:
         if d is None:

@@ -109,8 +109,11 @@ def encode(W: torch.Tensor, A: torch.Tensor, *, bias=None, activation: str = "re
 
 
 def predict(Wp: torch.Tensor, H: torch.Tensor, *, bias=None) -> torch.Tensor:
-    r"""Linear predictor :math:`g = W^p h + b^p` (Sec. 4.1) on representations ``H`` ``[..., n, m]``; ``Wp`` ``[..., m, m]``
-    (same dtype and device); ``bias`` a number or ``[..., m]``. Returns ``[..., n, m]``."""
+    r"""Linear predictor :math:`g = W^p h + b^p` (Sec. 4.1).
+
+    On representations ``H`` ``[..., n, m]``; ``Wp`` ``[..., m, m]``
+    (same dtype and device); ``bias`` a number or ``[..., m]``. Returns ``[..., n, m]``.
+    """
     Wp, H = check_tensor("Wp", Wp), check_tensor("H", H)
     if Wp.ndim < 2 or H.ndim < 2 or Wp.shape[-1] != H.shape[-1] or Wp.shape[-2] != Wp.shape[-1]:
         raise ValueError(f"Wp must be [..., m, m] with m = H.shape[-1] and H [..., n, m]; got {list(Wp.shape)} and {list(H.shape)}.")
@@ -208,8 +211,10 @@ def ncl_onehot_grad(W: torch.Tensor, *, keep: float) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class NCLFlow:
-    """Projected gradient descent on Eq. 6 (Theorem 1 setting): final ``W``, loss per step ``[..., steps + 1]``, the
-    closed form after ``steps`` steps and the limit."""
+    """Projected gradient descent on Eq. 6 (Theorem 1 setting).
+
+    final ``W``, loss per step ``[..., steps + 1]``, the closed form after ``steps`` steps and the limit.
+    """
 
     W: torch.Tensor
     losses: torch.Tensor
@@ -337,7 +342,7 @@ def cl_surrogate_mc(W: torch.Tensor, *, keep: float, temperature: float, samples
 
 
 def cl_surrogate_min(d: int, *, keep: float, temperature: float) -> float:
-    r"""The minimum of Eq. 16 over :math:`\mathcal U`, attained exactly at the permutations:
+    r"""The minimum of Eq. 16 over :math:`\mathcal U`, attained exactly at the permutations.
 
     .. math:: \tilde L^\star = d\big[(1-\alpha^2)\log d + \alpha^2\log(1+(d-1)e^{-1/T})\big].
 
@@ -350,8 +355,10 @@ def cl_surrogate_min(d: int, *, keep: float, temperature: float) -> float:
 
 
 def dead_column_gap(d: int, *, keep: float, temperature: float) -> float:
-    r"""Excess of Eq. 16 caused by one dead column (:math:`\mathrm{ReLU}(W_{*i}) = 0`), other columns a partial permutation:
-    :math:`\alpha^2[\log d - \log(1+(d-1)e^{-1/T})]`."""
+    r"""Excess of Eq. 16 caused by one dead column (:math:`\mathrm{ReLU}(W_{*i}) = 0`), other columns a partial permutation.
+
+    :math:`\alpha^2[\log d - \log(1+(d-1)e^{-1/T})]`.
+    """
     d = check_int("d", d, 2)
     alpha = check_in_range("keep", keep, 0.0, 1.0)
     T = check_positive("temperature", temperature)
@@ -360,8 +367,11 @@ def dead_column_gap(d: int, *, keep: float, temperature: float) -> float:
 
 @dataclass(frozen=True)
 class CLDescent:
-    """Projected gradient descent on Eq. 16 for a stack of starts: final ``W`` ``[S, d, d]``, ``losses`` ``[S, steps+1]``,
-    ``gap`` (final loss minus the minimum) and ``dead_columns`` (columns with no positive entry) per start."""
+    """Projected gradient descent on Eq. 16 for a stack of starts.
+
+    final ``W`` ``[S, d, d]``, ``losses`` ``[S, steps+1]``, ``gap`` (final loss minus the minimum) and ``dead_columns``
+    (columns with no positive entry) per start.
+    """
 
     W: torch.Tensor
     losses: torch.Tensor
@@ -399,7 +409,9 @@ def cl_surrogate_descent(W0: torch.Tensor, *, keep: float, temperature: float, l
 
 def nearest_permutation_error(W: torch.Tensor) -> torch.Tensor:
     r""":math:`\min_P\max_{ij}|W - P|_{ij}` over permutation matrices :math:`P` (exhaustive, ``1 <= d <= 8``); ``W`` ``[..., d, d]``.
-    Returns ``[...]``."""
+
+    Returns ``[...]``.
+    """
     W = _square("W", W, min_d=1, max_d=8)
     d = W.shape[-1]
     perms = torch.tensor(list(itertools.permutations(range(d))), device=W.device)
@@ -465,8 +477,10 @@ def cl_batch_mc(W: torch.Tensor, *, keep: float, temperature: float, negatives: 
 
 
 def large_batch_threshold(d: int, *, keep: float) -> float:
-    r""":math:`T^\star = 1/\ln\frac{d-\alpha}{1-\alpha}`: below this temperature the large-batch minimisers are not
-    permutations (``0`` when :math:`\alpha = 1`, where every temperature keeps the permutations).
+    r""":math:`T^\star = 1/\ln\frac{d-\alpha}{1-\alpha}`.
+
+    below this temperature the large-batch minimisers are not permutations (``0`` when :math:`\alpha = 1`, where every
+    temperature keeps the permutations).
 
     ``d >= 2``, ``keep`` :math:`\alpha\in[0,1]`.
     """
@@ -485,8 +499,11 @@ def large_batch_s_star(d: int, *, keep: float, temperature: float) -> float:
 
 
 def large_batch_min(d: int, *, keep: float, temperature: float) -> float:
-    r"""Minimum of :func:`cl_large_batch` over :math:`\mathcal U`: :math:`f(s^\star)` with
-    :math:`f(s) = -\alpha^2 s/T + \alpha\log(1-\alpha/d + (\alpha/d)e^{s/T})` (computed with ``logaddexp``, no overflow)."""
+    r"""Minimum of :func:`cl_large_batch` over :math:`\mathcal U`.
+
+    :math:`f(s^\star)` with :math:`f(s) = -\alpha^2 s/T + \alpha\log(1-\alpha/d + (\alpha/d)e^{s/T})` (computed with
+    ``logaddexp``, no overflow).
+    """
     alpha = check_in_range("keep", keep, 0.0, 1.0)
     s = large_batch_s_star(d, keep=keep, temperature=temperature)
     T = float(temperature)
@@ -498,8 +515,10 @@ def large_batch_min(d: int, *, keep: float, temperature: float) -> float:
 
 
 def large_batch_minimiser(d: int, *, keep: float, temperature: float, permutation=None) -> torch.Tensor:
-    r"""A minimiser of :func:`cl_large_batch` on :math:`\mathcal U`: column :math:`i` is
-    :math:`\sqrt{s^\star}e_{\pi(i)} - \sqrt{1-s^\star}e_{\pi(i+1)}` (the negative part is invisible to the ReLU).
+    r"""A minimiser of :func:`cl_large_batch` on :math:`\mathcal U`.
+
+    column :math:`i` is :math:`\sqrt{s^\star}e_{\pi(i)} - \sqrt{1-s^\star}e_{\pi(i+1)}` (the negative part is invisible
+    to the ReLU).
 
     ``permutation`` is a permutation of ``range(d)`` (default the identity). Returns ``[d, d]`` on the device and in
     the dtype of :func:`clbook.setup`.

@@ -184,8 +184,11 @@ def energy(W, atoms, probs=None, *, activation: str = "relu", slope: float = 0.0
 
 
 def energy_batch(w, x1, x2, alpha, *, activation: str = "relu", slope: float = 0.05) -> torch.Tensor:
-    r"""Finite-batch energy :math:`\tfrac12\mathbb C^{(N)}_\alpha[h(w^\top x)]` of Eq. 3, a 0-d tensor (differentiable in
-    ``w``; detach ``alpha``). Shapes as in :func:`gated_covariance_batch`."""
+    r"""Finite-batch energy :math:`\tfrac12\mathbb C^{(N)}_\alpha[h(w^\top x)]` of Eq. 3, a 0-d tensor.
+
+    Differentiable in
+    ``w``; detach ``alpha``). Shapes as in :func:`gated_covariance_batch`.
+    """
     from ..covariance import contrastive_covariance
 
     w = check_tensor("w", w, ndim=1)
@@ -215,8 +218,11 @@ def projected_rhs(W, atoms, probs=None, *, activation: str = "relu", slope: floa
 
 @dataclass
 class ProjectedAscent:
-    """Result of :func:`projected_ascent`: final unit weights ``W [K, d]``, the largest ``‖P⊥Aw‖`` at the end,
-    the number of steps taken, and the stopping reason (``"converged"`` or ``"max_steps"``)."""
+    """Result of :func:`projected_ascent`.
+
+    final unit weights ``W [K, d]``, the largest ``‖P⊥Aw‖`` at the end, the number of steps taken, and the stopping
+    reason (``"converged"`` or ``"max_steps"``).
+    """
 
     W: torch.Tensor
     residual: float
@@ -248,8 +254,11 @@ def projected_ascent(W0, atoms, probs=None, *, activation: str = "relu", step: f
 
 @dataclass
 class LMEReport:
-    """Def. 3 at a unit vector ``w``: Rayleigh quotient ``value`` :math:`w^\\top A w`, eigen-residual
-    :math:`\\|Aw - (w^\\top Aw)w\\|`, the top two eigenvalues, ``overlap`` :math:`|\\langle w,\\phi_1\\rangle|` and ``is_lme``."""
+    r"""Def. 3 at a unit vector ``w``.
+
+    Rayleigh quotient ``value`` :math:`w^\top A w`, eigen-residual :math:`\|Aw - (w^\top Aw)w\|`, the top two
+    eigenvalues, ``overlap`` :math:`|\langle w,\phi_1\rangle|` and ``is_lme``.
+    """
 
     value: float
     residual: float

@@ -295,7 +295,7 @@ def lemma15_bound(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class Problem:
-    """An Assumption-1 batch, its pairwise importance and :math:`X_\\alpha = \\mathbb C_\\alpha[\\mathbf x]`."""
+    r"""An Assumption-1 batch, its pairwise importance and :math:`X_\alpha = \mathbb C_\alpha[\mathbf x]`."""
 
     batch: ModeBatch
     alpha: torch.Tensor

@@ -145,8 +145,11 @@ def trace_loss(W1, W2, C) -> float:
 
 
 def euclidean_gradients(W1, W2, C) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""Euclidean gradients of the trace loss for symmetric ``C``: :math:`\nabla_{W_1}\mathcal L = 2W_2W_2^\top W_1C`,
-    :math:`\nabla_{W_2}\mathcal L = 2W_1CW_1^\top W_2` (``[h, d]`` and ``[h, z]``; no :math:`h\times h` product)."""
+    r"""Euclidean gradients of the trace loss for symmetric ``C``.
+
+    :math:`\nabla_{W_1}\mathcal L = 2W_2W_2^\top W_1C`, :math:`\nabla_{W_2}\mathcal L = 2W_1CW_1^\top W_2` (``[h, d]``
+    and ``[h, z]``; no :math:`h\times h` product).
+    """
     W1, W2, C = _weights(W1, W2, C, symmetric=True)
     return _gradients(W1, W2, C)
 
@@ -277,8 +280,11 @@ def singular_value_ratio(M) -> torch.Tensor:
 
 
 def optimal_value(C, z: int) -> float:
-    r"""Prop 3's optimum :math:`\sum_{i\le\min(z,l)}\lambda_i(C)`, the sum of the :math:`z` smallest eigenvalues that are
-    negative (symmetric ``C``, ``z >= 1``)."""
+    r"""Prop 3's optimum :math:`\sum_{i\le\min(z,l)}\lambda_i(C)`.
+
+    The sum of the :math:`z` smallest eigenvalues that are
+    negative (symmetric ``C``, ``z >= 1``).
+    """
     C = _symmetric("C", _tensor("C", C, 2))
     z = check_int("z", z, 1)
     lam = torch.linalg.eigvalsh(C)[:z]

@@ -176,8 +176,11 @@ def _step(W1, W2, C, eta, scheme, retraction):
 
 @dataclass(frozen=True)
 class TrainResult:
-    """Discrete training: times ``t = k·eta``, ``M [T+1, d, z]`` (:math:`W_1^\\top W_2`), losses, final weights,
-    and the largest constraint error :math:`\\|W^\\top W - I\\|_{\\max}` seen along the run."""
+    r"""Discrete training.
+
+    times ``t = k·eta``, ``M [T+1, d, z]`` (:math:`W_1^\top W_2`), losses, final weights, and the largest constraint
+    error :math:`\|W^\top W - I\|_{\max}` seen along the run.
+    """
 
     t: torch.Tensor
     M: torch.Tensor
@@ -189,7 +192,7 @@ class TrainResult:
 
 
 def train(W1, W2, C, *, eta: float, steps: int, scheme: str = "paper", retraction: str = "qr") -> TrainResult:
-    """Run :func:`step` ``steps >= 1`` times from ``(W1, W2)`` and record :math:`M = W_1^\\top W_2` and the loss.
+    r"""Run :func:`step` ``steps >= 1`` times from ``(W1, W2)`` and record :math:`M = W_1^\top W_2` and the loss.
 
     The loop runs with one thread (:func:`clbook.linalg.single_thread`): the matrices are thin, and a
     multi-threaded BLAS on a busy machine can be a hundred times slower for them.
@@ -247,7 +250,7 @@ def q_rhs(q, lam, *, scheme: str = "paper") -> torch.Tensor:
 
 @dataclass(frozen=True)
 class ODEResult:
-    """Solution of the q-ODE on a time grid: ``t [T]``, ``q [T, d, z]``, the loss :math:`\\operatorname{Tr}(q^\\top\\Lambda q)`."""
+    r"""Solution of the q-ODE on a time grid: ``t [T]``, ``q [T, d, z]``, the loss :math:`\operatorname{Tr}(q^\top\Lambda q)`."""
 
     t: torch.Tensor
     q: torch.Tensor
@@ -317,7 +320,7 @@ def euler_q(q0, lam, *, eta: float, steps: int) -> ODEResult:
 
 
 def _direction_and_log_f(A, q0, lam):
-    """log F(A) and the normalised direction e^{-ΛA}q0/‖·‖, computed shifted by λ_min for stability."""
+    """Log F(A) and the normalised direction e^{-ΛA}q0/‖·‖, computed shifted by λ_min for stability."""
     shift = lam.min()
     v = torch.exp(-torch.outer(A, lam - shift)) * q0
     nv = torch.linalg.vector_norm(v, dim=1)
@@ -359,7 +362,7 @@ def semi_closed_form(q0, lam, t, *, rtol: float = 1e-12) -> torch.Tensor:
 
 
 def jacobian_q(q, lam) -> torch.Tensor:
-    r"""Jacobian of Eq. 10 (:math:`z = 1`) at ``q [d]`` (``lam [d]``):
+    r"""Jacobian of Eq. 10 (:math:`z = 1`) at ``q [d]`` (``lam [d]``).
 
     .. math:: J = -2\,[2\Lambda - \|q\|^2\Lambda - 2\Lambda qq^\top - (q^\top\Lambda q)I - 2qq^\top\Lambda] .
 

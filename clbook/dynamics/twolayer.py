@@ -145,8 +145,11 @@ class LatentTokens:
 
 
 def _gamma(alpha: float, n: int, generator: torch.Generator) -> torch.Tensor:
-    r"""``n`` draws of :math:`\mathrm{Gamma}(\alpha, 1)` with ``generator`` (Marsaglia and Tsang 2000; :math:`\alpha < 1` by
-    the boost :math:`G_{\alpha+1}U^{1/\alpha}`), float64 on the CPU."""
+    r"""``n`` draws of :math:`\mathrm{Gamma}(\alpha, 1)` with ``generator``, float64 on the CPU.
+
+    Marsaglia and Tsang (2000); :math:`\alpha < 1` by
+    the boost :math:`G_{\alpha+1}U^{1/\alpha}`), float64 on the CPU.
+    """
     a = alpha + 1 if alpha < 1 else alpha
     dd = a - 1 / 3
     c = 1 / math.sqrt(9 * dd)
@@ -296,7 +299,9 @@ def blowup_time(y0: float, b: float) -> float:
 
 def sphere_basin_fraction(dim: int, c: float, *, b: float = 0.5, samples: int = 4000, steps: int = 400, dt: float = 0.05,
                           seed: int = 0) -> float:
-    r"""Fraction of uniformly random starts on the sphere that converge to :math:`+\mathbf u_1` under the projected flow
+    r"""Fraction of uniformly random starts on the sphere that converge to :math:`+\mathbf u_1`.
+
+    Under the projected flow
 
     .. math:: \dot{\mathbf y} = P^\perp_{\mathbf y}\big[(\mathbf y + \mathbf b)\circ\mathbf y\big],\qquad b_1 = b + c,\ b_l = b\ (l > 1),
 
@@ -327,8 +332,11 @@ def sphere_basin_fraction(dim: int, c: float, *, b: float = 0.5, samples: int = 
 
 
 def win_probability(d: int, eps: float) -> float:
-    r"""Eq. 155: :math:`\mathbb P[E_l]` for :math:`Y_l\sim U[-1,1]` i.i.d. (:math:`l = 1..d`),
-    :math:`E_l = \{Y_l > 0,\ Y_l + \epsilon \ge \max_{l'\ne l}Y_{l'}\}`; ``d >= 1``, :math:`\epsilon > -1` finite."""
+    r"""Eq. 155.
+
+    :math:`\mathbb P[E_l]` for :math:`Y_l\sim U[-1,1]` i.i.d. (:math:`l = 1..d`), :math:`E_l = \{Y_l > 0,\ Y_l +
+    \epsilon \ge \max_{l'\ne l}Y_{l'}\}`; ``d >= 1``, :math:`\epsilon > -1` finite.
+    """
     d = check_int("d", d, 1)
     eps = check_in_range("eps", eps, -1.0 + 1e-15, math.inf)
     if eps > 1:
@@ -339,8 +347,11 @@ def win_probability(d: int, eps: float) -> float:
 
 
 def win_probability_mc(d: int, eps: float, *, samples: int = 200_000, seed: int = 0) -> float:
-    """Monte Carlo estimate of the probability of :func:`win_probability` (``d >= 2``, ``eps`` finite, ``samples >= 1``),
-    drawn with ``clbook.generator(seed)``."""
+    """Monte Carlo estimate of the probability of :func:`win_probability`.
+
+    Requires ``d >= 2``, ``eps`` finite, ``samples >= 1``;
+    drawn with ``clbook.generator(seed)``.
+    """
     from ..config import generator, rand
 
     d = check_int("d", d, 2)

@@ -150,7 +150,7 @@ def _forward(tokens, mags, W1, W2, stack, normalize: bool = True):
 
 
 def _logits(z1, z2, temperature):
-    """The authors' logits ``[..., n, n]``: :math:`z_1[i]^\top z_1[j]/T`, diagonal replaced by :math:`z_1[i]^\top z_2[i]/T`."""
+    r"""The authors' logits ``[..., n, n]``: :math:`z_1[i]^\top z_1[j]/T`, diagonal replaced by :math:`z_1[i]^\top z_2[i]/T`."""
     logits = z1 @ z1.transpose(-1, -2)
     positive = (z1 * z2).sum(-1)
     return (logits - torch.diag_embed(logits.diagonal(dim1=-2, dim2=-1)) + torch.diag_embed(positive)) / temperature
@@ -432,8 +432,10 @@ def train_digits(*, augment: bool, seeds=(1, 2, 3), filters: int = 16, steps: in
 
 
 def roughness(filters: torch.Tensor) -> torch.Tensor:
-    r"""Mean squared difference between neighbouring pixels of each 4×4 filter over its mean square (0 = constant):
-    a proxy for high-frequency content. ``filters [..., 16]`` -> ``[...]``."""
+    r"""Mean squared difference between neighbouring pixels of each 4×4 filter over its mean square (0 = constant).
+
+    a proxy for high-frequency content. ``filters [..., 16]`` -> ``[...]``.
+    """
     w = filters.reshape(*filters.shape[:-1], 4, 4)
     dx = (w[..., :, 1:] - w[..., :, :-1]).square().mean(dim=(-2, -1))
     dy = (w[..., 1:, :] - w[..., :-1, :]).square().mean(dim=(-2, -1))
@@ -475,8 +477,11 @@ def _record(result: TrainResult) -> list[dict]:
 
 
 def train_cell(variants: list, seeds: list, beta: int, candidates: int, zeta: float, steps: int) -> list[dict]:
-    """One job of ``table1``/``fig4``: every variant (dicts of :class:`Variant` fields) and seed at one :math:`(\\beta, P)`,
-    float32 on the CPU; returns one row per run (variant fields, seed, β, P, ζ, χ̄₊, χ̄₋, final loss, stop step)."""
+    r"""One job of ``table1``/``fig4``.
+
+    every variant (dicts of :class:`Variant` fields) and seed at one :math:`(\beta, P)`, float32 on the CPU; returns one
+    row per run (variant fields, seed, β, P, ζ, χ̄₊, χ̄₋, final loss, stop step).
+    """
     return _record(train([Variant(**v) for v in variants], seeds, beta=beta, candidates=candidates, zeta=zeta, steps=steps,
                          device="cpu", dtype=torch.float32))
 
@@ -492,8 +497,11 @@ REFERENCE_MS_PER_ITERATION = 21.0
 
 
 def bench_cell(steps: int) -> dict:
-    """The ``bench`` job: a fixed slice (β = 5, P = 5, the four BatchNorm rules × 3 seeds = 12 runs, float32, CPU) timed
-    against the authors' 21 ms per iteration."""
+    """The ``bench`` job.
+
+    a fixed slice (β = 5, P = 5, the four BatchNorm rules × 3 seeds = 12 runs, float32, CPU) timed against the authors'
+    21 ms per iteration.
+    """
     steps = check_int("steps", steps, 1)
     variants = [Variant("relu", "infonce", bn) for bn in TABLE1_RULES]
     train(variants, [1, 2, 3], beta=5, candidates=5, zeta=10.0, steps=5, device="cpu")  # warm-up
@@ -577,9 +585,10 @@ def run(experiment: str, *, quick: bool = False, seeds=None, betas=None, candida
 
 
 def load(name: str, *, directory=None) -> dict:
-    """A result of this module in the runner's format: the shipped ``clbook/results/hierarchical/<name>.json``, or
-    ``<directory>/<name>.json`` of your own run. ``name`` is an experiment of :data:`EXPERIMENTS`, optionally
-    prefixed ``quick-``.
+    """A result of this module in the runner's format.
+
+    the shipped ``clbook/results/hierarchical/<name>.json``, or ``<directory>/<name>.json`` of your own run. ``name`` is
+    an experiment of :data:`EXPERIMENTS`, optionally prefixed ``quick-``.
 
     The shipped ``table1``, ``fig4``, ``digits`` and ``bench`` were computed before the runner existed and converted
     once, mechanically (``provenance["converted"]``); their jobs carry no timing (``seconds`` is ``None``).
@@ -600,8 +609,10 @@ def rows(data: dict) -> list[dict]:
 
 
 def summary(rows: list[dict], *, keys=("activation", "loss", "bn", "beta", "candidates"), value: str = "chi_plus") -> dict:
-    """Mean and standard deviation (over seeds, ``ddof=0`` as numpy's default) of ``value`` per distinct ``keys``:
-    ``{key tuple: (mean, sd, count)}``."""
+    """Mean and standard deviation (over seeds, ``ddof=0`` as numpy's default) of ``value`` per distinct ``keys``.
+
+    ``{key tuple: (mean, sd, count)}``.
+    """
     groups: dict[tuple, list[float]] = {}
     for row in rows:
         groups.setdefault(tuple(row[k] for k in keys), []).append(float(row[value]))
@@ -613,9 +624,11 @@ def summary(rows: list[dict], *, keys=("activation", "loss", "bn", "beta", "cand
 
 
 def fig4_claims(rows: list[dict]) -> dict[str, list[float]]:
-    r"""The claims of Sec. 5.1 and App. E.2 about Fig. 4 / Figs 9-10, each as a difference that is positive when it holds,
-    **per seed** (runs of one seed share world, initialisation and batches, so the differences are paired):
-    ``{claim: [value for each seed, in increasing seed order]}``.
+    r"""The claims of Sec. 5.1 and App.
+
+    E.2 about Fig. 4 / Figs 9-10, each as a difference that is positive when it holds, **per seed** (runs of one seed
+    share world, initialisation and batches, so the differences are paired): ``{claim: [value for each seed, in
+    increasing seed order]}``.
 
     "Over-parameterised, several patterns" means the nine cells :math:`\beta\in\{2,5,10\}`, :math:`P\in\{3,5,10\}`.
     """

@@ -315,8 +315,10 @@ def from_result(data: dict) -> Comparison:
 
 
 def load(name: str = "full", *, directory=None) -> Comparison:
-    """A stored comparison: ``clbook/results/new_losses/<name>.json`` (``full`` or ``quick``), or ``<directory>/<name>.json``
-    of your own run."""
+    """A stored comparison.
+
+    ``clbook/results/new_losses/<name>.json`` (``full`` or ``quick``), or ``<directory>/<name>.json`` of your own run.
+    """
     if directory is None:
         check_choice("name", name, ("full", "quick"))
     return from_result(results.load("new_losses", name, directory=directory))
@@ -334,6 +336,7 @@ def summary(rows: list[dict], *, value: str = "linear") -> dict:
 # ------------------------------------------------------------------------------------------------ command line
 
 def main(argv=None) -> int:
+    """Run the command line (``python -m clbook.experiments.new_losses --help``); return the exit code."""
     parser = runner.ArgumentParser(
         prog="python -m clbook.experiments.new_losses", description=__doc__.split("\n")[0],
         epilog=f"methods: {', '.join(METHODS)}\nexample:\n  python -m clbook.experiments.new_losses --quick --out results/\n"

@@ -302,8 +302,11 @@ def _cluster_workers(client) -> int:
 
 
 def _executor(backend: str, scheduler: str | None, workers: int, worker_timeout: float = WORKER_TIMEOUT):
-    """A context manager yielding ``(execute, info)``: ``execute`` maps calls to an iterator of finished
-    (key, result, seconds, provenance); ``info`` holds what the provenance records of the workers."""
+    """A context manager yielding ``(execute, info)``.
+
+    ``execute`` maps calls to an iterator of finished (key, result, seconds, provenance); ``info`` holds what the
+    provenance records of the workers.
+    """
     if backend == "dask":
         return _dask_executor(scheduler, workers, worker_timeout)
     return _local_executor(workers)
@@ -346,8 +349,10 @@ def _dask_executor(scheduler: str | None, workers: int, worker_timeout: float):
 
 
 def _gather(pending: dict, finished) -> list:
-    """The results of ``finished`` futures, each released at once: a worker that dies later holds nothing this run
-    needs (so the scheduler never computes a finished job again)."""
+    """The results of ``finished`` futures, each released at once.
+
+    a worker that dies later holds nothing this run needs (so the scheduler never computes a finished job again).
+    """
     values = []
     for future in finished:
         del pending[future.key]
@@ -359,8 +364,11 @@ def _gather(pending: dict, finished) -> list:
 
 
 def _dask_results(client, calls, worker_timeout: float):
-    """Submit ``calls`` and yield their results as they finish; raise :class:`WorkersLost` after ``worker_timeout``
-    seconds with no worker in the cluster."""
+    """Submit ``calls`` and yield their results as they finish.
+
+    Raise :class:`WorkersLost` after ``worker_timeout``
+    seconds with no worker in the cluster.
+    """
     from dask.distributed import wait
 
     pending = {}
@@ -520,7 +528,7 @@ def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings
 
 
 def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
+    """Argparse type: an integer >= 1."""
     try:
         value = int(text)
     except ValueError:
@@ -531,7 +539,7 @@ def positive_int(text: str) -> int:
 
 
 def _positive_seconds(text: str) -> float:
-    """argparse type: a finite number of seconds > 0."""
+    """Argparse type: a finite number of seconds > 0."""
     try:
         value = float(text)
     except ValueError:
@@ -552,7 +560,7 @@ def _list(text: str, convert, what: str):
 
 
 def int_list(text: str) -> list[int]:
-    """argparse type: ``"1,2,3"`` -> ``[1, 2, 3]`` (non-negative integers)."""
+    """Argparse type: ``"1,2,3"`` -> ``[1, 2, 3]`` (non-negative integers)."""
     values = _list(text, int, "integers")
     if any(v < 0 for v in values):
         raise argparse.ArgumentTypeError(f"expected non-negative integers; got {text!r}")
@@ -560,7 +568,7 @@ def int_list(text: str) -> list[int]:
 
 
 def float_list(text: str) -> list[float]:
-    """argparse type: ``"0.1,0.2"`` -> ``[0.1, 0.2]`` (finite numbers)."""
+    """Argparse type: ``"0.1,0.2"`` -> ``[0.1, 0.2]`` (finite numbers)."""
     values = _list(text, float, "numbers")
     if not all(math.isfinite(v) for v in values):
         raise argparse.ArgumentTypeError(f"expected finite numbers; got {text!r}")
@@ -568,7 +576,7 @@ def float_list(text: str) -> list[float]:
 
 
 def choice_list(choices) -> Callable[[str], list[str]]:
-    """argparse type factory: a comma-separated list whose items are among ``choices``."""
+    """Argparse type factory: a comma-separated list whose items are among ``choices``."""
     choices = tuple(choices)
 
     def parse(text: str) -> list[str]:
@@ -583,14 +591,18 @@ def choice_list(choices) -> Callable[[str], list[str]]:
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with the experiments' conventions: an error is one line on stderr (``prog: error: ...``) and exit
-    status 2; ``--help`` keeps the epilog's line breaks (the valid names and an example)."""
+    """argparse with the experiments' conventions.
+
+    an error is one line on stderr (``prog: error: ...``) and exit status 2; ``--help`` keeps the epilog's line breaks
+    (the valid names and an example).
+    """
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):
+        """Exit with code 2 and the message on one line (argparse's hook for a usage error)."""
         self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())}\n")
 
     def fail(self, exc: BaseException):
@@ -599,8 +611,10 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, workers: int = 2, discard_complete: bool = False) -> argparse.ArgumentParser:
-    """The options every experiment's command line shares: ``--out --workers --backend --scheduler --fresh
-    --worker-timeout`` (pass ``args.worker_timeout`` on to :func:`run_jobs`).
+    """The options every experiment's command line shares.
+
+    ``--out --workers --backend --scheduler --fresh --worker-timeout`` (pass ``args.worker_timeout`` on to
+    :func:`run_jobs`).
 
     With ``discard_complete=True`` also ``--discard-complete`` (pass ``args.discard_complete`` on to
     :func:`run_jobs`; a command line that does not must not offer it).

@@ -113,6 +113,7 @@ def gaps(data: dict) -> tuple[list[int], dict]:
 
 
 def main(argv=None) -> int:
+    """Run the command line (``python -m clbook.experiments.wide --help``); return the exit code."""
     parser = runner.ArgumentParser(
         prog="python -m clbook.experiments.wide", description=__doc__.split("\n")[0],
         epilog=f"activations: {', '.join(ACTIVATIONS)}\nexample:\n  python -m clbook.experiments.wide --quick --out results/ "

@@ -1,6 +1,6 @@
-"""Losses, one concept per submodule.
+r"""Losses, one concept per submodule.
 
-- :mod:`clbook.losses.acl`: the α-CL family :math:`\\mathcal L_{\\phi,\\psi}` of Tian (2022) and its named
+- :mod:`clbook.losses.acl`: the α-CL family :math:`\mathcal L_{\phi,\psi}` of Tian (2022) and its named
   members (InfoNCE, quadratic, triplet, lifted, ...), Chapters 1-4;
 - :mod:`clbook.losses.ntxent`: NT-Xent (SimCLR) with a fused hand-written backward pass, the contrastive loss of
   the experiments of Pokle et al. (2022), Chapter 17;

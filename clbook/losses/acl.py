@@ -94,19 +94,19 @@ def _offdiag(n: int, like: torch.Tensor) -> torch.Tensor:
 
 
 class ContrastiveLoss:
-    """A member :math:`(\\phi, \\psi)` of the family of Eq. 1.
+    r"""A member :math:`(\phi, \psi)` of the family of Eq. 1.
 
     Call it on two views to get the loss; :meth:`importance` gives the pairwise importance
-    :math:`\\alpha_{ij} = \\phi'(\\xi_i)\\psi'(d_i^2-d_{ij}^2)` of Eq. 4 from the hand-derived
+    :math:`\alpha_{ij} = \phi'(\xi_i)\psi'(d_i^2-d_{ij}^2)` of Eq. 4 from the hand-derived
     derivatives (tests compare it with autograd).
     """
 
     def row_losses(self, u: torch.Tensor) -> torch.Tensor:
-        """:math:`\\phi(\\xi_i)` for each anchor ``i``, from the margin matrix ``u``."""
+        r""":math:`\phi(\xi_i)` for each anchor ``i``, from the margin matrix ``u``."""
         raise NotImplementedError
 
     def importance_from_margins(self, u: torch.Tensor) -> torch.Tensor:
-        """:math:`\\alpha_{ij}` from the margin matrix ``u`` (zero diagonal)."""
+        r""":math:`\alpha_{ij}` from the margin matrix ``u`` (zero diagonal)."""
         raise NotImplementedError
 
     def __call__(self, z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
@@ -155,6 +155,7 @@ class ExponentialLoss(ContrastiveLoss):
     params: dict = field(default_factory=dict)
 
     def log_xi(self, u: torch.Tensor) -> torch.Tensor:
+        r"""Log of the partition term :math:`\xi_i` per anchor, from the margins ``u [n, n]`` (diagonal excluded)."""
         mask = _offdiag(u.shape[0], u)
         logits = u / self.psi_temperature + self.psi_shift
         if not bool(torch.isfinite(logits.detach()).all()):
@@ -164,9 +165,11 @@ class ExponentialLoss(ContrastiveLoss):
         return torch.logsumexp(logits.masked_fill(~mask, -math.inf), dim=1)
 
     def row_losses(self, u):
+        r"""The loss of each anchor, :math:`\phi(\xi_i)`, from the margins ``u [n, n]``."""
         return self.phi_of_log(self.log_xi(u))
 
     def importance_from_margins(self, u):
+        r"""The pairwise importance :math:`\alpha_{ij}` that this member induces, from the margins ``u [n, n]``."""
         mask = _offdiag(u.shape[0], u)
         logits = (u / self.psi_temperature).masked_fill(~mask, -math.inf)
         weights = torch.softmax(logits, dim=1)
@@ -176,7 +179,7 @@ class ExponentialLoss(ContrastiveLoss):
 
 @dataclass(repr=False)
 class GeneralLoss(ContrastiveLoss):
-    """A member given by :math:`\\phi, \\phi', \\psi, \\psi'` directly (non-exponential :math:`\\psi`)."""
+    r"""A member given by :math:`\phi, \phi', \psi, \psi'` directly (non-exponential :math:`\psi`)."""
 
     name: str
     phi: Callable[[torch.Tensor], torch.Tensor]
@@ -188,13 +191,16 @@ class GeneralLoss(ContrastiveLoss):
     params: dict = field(default_factory=dict)
 
     def xi(self, u):
+        r"""The partition term :math:`\xi_i = \sum_{j\ne i}\psi(u_{ij})` per anchor, from the margins ``u [n, n]``."""
         mask = _offdiag(u.shape[0], u).to(u.dtype)
         return (self.psi(u) * mask).sum(dim=1)
 
     def row_losses(self, u):
+        r"""The loss of each anchor, :math:`\phi(\xi_i)`, from the margins ``u [n, n]``."""
         return self.phi(self.xi(u))
 
     def importance_from_margins(self, u):
+        r"""The pairwise importance :math:`\alpha_{ij}` that this member induces, from the margins ``u [n, n]``."""
         mask = _offdiag(u.shape[0], u).to(u.dtype)
         return self.dphi(self.xi(u)).unsqueeze(1) * self.dpsi(u) * mask
 

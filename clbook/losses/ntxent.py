@@ -50,7 +50,7 @@ def _unit(h: torch.Tensor) -> torch.Tensor:
 
 
 def _no_shift(n: int, T: float, dtype: torch.dtype) -> bool:
-    """Whether :math:`\\sum_{l\\ne k}e^{s_{kl}/T}` of unit rows is safe without a shift (no overflow, no total underflow)."""
+    r"""Whether :math:`\sum_{l\ne k}e^{s_{kl}/T}` of unit rows is safe without a shift (no overflow, no total underflow)."""
     limit = 80.0 if dtype in (torch.float32, torch.float16, torch.bfloat16) else 700.0
     return 1.0 / T + math.log(max(n, 2)) < limit
 

@@ -1,5 +1,6 @@
-"""Measurements of learned representations: max-cosine with its chance level, numerical and
-effective rank, alignment, linear probe and kNN (scikit-learn).
+"""Measurements of learned representations.
+
+max-cosine with its chance level, numerical and effective rank, alignment, linear probe and kNN (scikit-learn).
 
 One submodule per family of measurements; import the submodule (``from clbook.metrics import maxcos``).
 """

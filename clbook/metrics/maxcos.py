@@ -63,6 +63,7 @@ class MaxCosine:
     minimum: torch.Tensor
 
     def as_tuple(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(maximum, median, minimum)``, in that order."""
         return self.maximum, self.median, self.minimum
 
 
@@ -92,6 +93,7 @@ class ChanceLevel:
     se_minimum: float
 
     def as_tuple(self) -> tuple[float, float, float]:
+        """``(maximum, median, minimum)``, in that order."""
         return self.maximum, self.median, self.minimum
 
 

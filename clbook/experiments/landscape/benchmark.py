@@ -65,11 +65,11 @@ def _cl_step_state(model, runs, batch, p, d, m, generator, dtype=torch.float32):
 
 
 def bench(*, epochs: int = 40, runs: int = 5, repeats: int = 9, steps: int = 5, models=None) -> dict:
-    """Throughput of the contrastive step against one large matrix product, measured in the same run; ms per epoch.
+    r"""Throughput of the contrastive step against one large matrix product, measured in the same run; ms per epoch.
 
     One process, one thread, float32. ``repeats`` times, interleaved: (1) one ``torch.mm`` of two square
-    :math:`2048\\times2048` matrices and one of the step's largest shape (:math:`E[Z, Z/t]`,
-    :math:`1024\\times1024` by :math:`1024\\times100`); (2) ``steps`` training steps of CL-basic (``runs`` runs stacked,
+    :math:`2048\times2048` matrices and one of the step's largest shape (:math:`E[Z, Z/t]`,
+    :math:`1024\times1024` by :math:`1024\times100`); (2) ``steps`` training steps of CL-basic (``runs`` runs stacked,
     batch 512: forward, backward, SGD update, no data preparation), whose GFLOP/s counts the matrix products of
     :func:`step_flops`. The ratio is the step's GFLOP/s over the larger of the two matrix products' GFLOP/s of the same
     repeat (median over the repeats, and its range); on a shared machine the ratio of the best step to the best

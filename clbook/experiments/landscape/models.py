@@ -26,13 +26,13 @@ BIAS_INITS = ("zero", "uniform")
 
 @dataclass(frozen=True)
 class Model:
-    """One architecture of the paper's experiments.
+    r"""One architecture of the paper's experiments.
 
     ``loss``: ``"ncl"`` (two networks, alternating), ``"ntxent"`` (one shared network, NT-Xent) or ``"simsiam"``
     (one shared network, symmetrised negative cosine with stop-gradient); ``bn``: BatchNorm after each linear
     layer; ``srelu``: SReLU (else the layer is linear); ``layers``: 1 or 2; ``head``: ``"none"``,
-    ``"predictor"`` (linear :math:`m\\times m`, on the branch being updated) or ``"projector"`` (linear
-    :math:`m\\times m` before NT-Xent).
+    ``"predictor"`` (linear :math:`m\times m`, on the branch being updated) or ``"projector"`` (linear
+    :math:`m\times m` before NT-Xent).
     """
 
     loss: str
