@@ -5,7 +5,8 @@ Modules by concept, each in the place a reader would look first (the book's API 
 Foundations
     :mod:`clbook.config` (``setup``: seeds, device, dtype; draws on the CPU, then moved), :mod:`clbook.fmt` (how
     numbers are printed), :mod:`clbook.verify` (checks and their kinds, comparisons with a paper's tables),
-    :mod:`clbook.linalg` (Haar draws, Stiefel retractions, normalisation), :mod:`clbook.results` (stored experiment
+    :mod:`clbook.linalg` (Haar draws, Stiefel retractions, normalisation), :mod:`clbook.activations` (the one registry
+    of activations), :mod:`clbook.results` (stored experiment
     results, shipped with the package, and their provenance).
 Losses and what they weigh
     :mod:`clbook.losses` (``losses.acl``: the α-CL family; ``losses.ntxent``: NT-Xent; ``losses.noncontrastive``),
@@ -36,7 +37,7 @@ from .verify import check
 
 __version__ = "0.2.0"
 
-_LAZY = ("alpha", "covariance", "data", "dynamics", "experiments", "kernels", "linalg", "losses", "metrics", "nets",
+_LAZY = ("activations", "alpha", "covariance", "data", "dynamics", "experiments", "kernels", "linalg", "losses", "metrics", "nets",
          "results", "viz", "widgets")
 
 
@@ -55,7 +56,7 @@ def __dir__():
 
 __all__ = [
     # modules
-    "config", "fmt", "verify", "linalg", "results", "losses", "alpha", "covariance", "kernels", "nets",
+    "config", "fmt", "verify", "activations", "linalg", "results", "losses", "alpha", "covariance", "kernels", "nets",
     "data", "dynamics", "metrics", "experiments", "viz", "widgets",
     # the functions every chapter uses
     "setup", "current", "defaults", "generator", "randn", "rand", "randint", "to_device", "check", "__version__",

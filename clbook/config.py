@@ -22,7 +22,7 @@ from ._validate import check_int
 
 __all__ = ["Setup", "setup", "current", "generator", "randn", "rand", "randint", "to_device", "defaults", "draws"]
 
-_DTYPES = {torch.float64, torch.float32}
+DTYPES = {torch.float64, torch.float32}
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,8 @@ _current: Setup | None = None
 _override: tuple[torch.device, torch.dtype] | None = None
 
 
-def _resolve_device(device) -> torch.device:
+def resolve_device(device) -> torch.device:
+    """``device`` (``None``: ``CLBOOK_DEVICE``, else CUDA when available, else the CPU) as a torch device, checked."""
     if device is None:
         device = os.environ.get("CLBOOK_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -78,12 +79,12 @@ def setup(seed: int = 0, device=None, dtype: torch.dtype = torch.float64, *, thr
     """
     global _current
     seed = check_int("seed", seed, 0, 2**32 - 1)
-    if dtype not in _DTYPES:
+    if dtype not in DTYPES:
         raise ValueError(f"dtype must be torch.float64 or torch.float32; got dtype = {dtype!r}.")
     if threads is None:
         threads = int(os.environ.get("CLBOOK_THREADS", "1"))
     threads = check_int("threads", threads, 1, 256)
-    dev = _resolve_device(device)
+    dev = resolve_device(device)
     torch.set_num_threads(threads)
     torch.set_default_dtype(dtype)
     _deterministic(dev)
@@ -126,7 +127,7 @@ def defaults() -> tuple[torch.device, torch.dtype]:
         return _override
     if _current is not None:
         return _current.device, _current.dtype
-    return _resolve_device(None), torch.float64
+    return resolve_device(None), torch.float64
 
 
 class draws:
@@ -138,9 +139,9 @@ class draws:
     """
 
     def __init__(self, device="cpu", dtype: torch.dtype = torch.float64):
-        if dtype not in _DTYPES:
+        if dtype not in DTYPES:
             raise ValueError(f"dtype must be torch.float64 or torch.float32; got dtype = {dtype!r}.")
-        self.policy = (_resolve_device(device), dtype)
+        self.policy = (resolve_device(device), dtype)
 
     def __enter__(self):
         global _override
@@ -159,14 +160,16 @@ def generator(seed: int) -> torch.Generator:
     return torch.Generator(device="cpu").manual_seed(seed)
 
 
-def _target(device, dtype):
+def target_device_dtype(device, dtype):
+    """The device and dtype a draw lands on: the arguments where given, else those of :func:`setup`."""
     default_device, default_dtype = defaults()
-    if dtype is not None and dtype not in _DTYPES:
+    if dtype is not None and dtype not in DTYPES:
         raise ValueError(f"dtype must be torch.float64 or torch.float32; got dtype = {dtype!r}.")
-    return (default_device if device is None else _resolve_device(device)), (default_dtype if dtype is None else dtype)
+    return (default_device if device is None else resolve_device(device)), (default_dtype if dtype is None else dtype)
 
 
-def _check_generator(gen):
+def check_generator(gen):
+    """Raise unless ``gen`` is a CPU :class:`torch.Generator` (clbook draws on the CPU, then moves the result)."""
     if not isinstance(gen, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator (see clbook.generator); got {type(gen).__name__}.")
     if gen.device.type != "cpu":
@@ -181,25 +184,25 @@ def _shape(shape) -> tuple[int, ...]:
 
 def randn(*shape, generator: torch.Generator, device=None, dtype=None) -> torch.Tensor:
     """Standard normal samples drawn on the CPU with ``generator``, then moved to ``device``."""
-    _check_generator(generator)
-    dev, dt = _target(device, dtype)
+    check_generator(generator)
+    dev, dt = target_device_dtype(device, dtype)
     return torch.randn(_shape(shape), generator=generator, dtype=torch.float64).to(device=dev, dtype=dt)
 
 
 def rand(*shape, generator: torch.Generator, device=None, dtype=None) -> torch.Tensor:
     """Uniform [0, 1) samples drawn on the CPU with ``generator``, then moved to ``device``."""
-    _check_generator(generator)
-    dev, dt = _target(device, dtype)
+    check_generator(generator)
+    dev, dt = target_device_dtype(device, dtype)
     return torch.rand(_shape(shape), generator=generator, dtype=torch.float64).to(device=dev, dtype=dt)
 
 
 def randint(low: int, high: int, shape, *, generator: torch.Generator, device=None) -> torch.Tensor:
     """Integers in ``[low, high)`` drawn on the CPU with ``generator``, then moved to ``device``."""
-    _check_generator(generator)
+    check_generator(generator)
     low, high = check_int("low", low), check_int("high", high)
     if high <= low:
         raise ValueError(f"need low < high; got low = {low}, high = {high}.")
-    dev, _ = _target(device, None)
+    dev, _ = target_device_dtype(device, None)
     return torch.randint(low, high, _shape((shape,) if isinstance(shape, int) else shape), generator=generator).to(dev)
 
 
@@ -208,7 +211,7 @@ def to_device(x, device=None, dtype=None) -> torch.Tensor:
 
     Raises a TypeError naming ``x`` for input that is not real numbers (strings, objects, complex values).
     """
-    dev, dt = _target(device, dtype)
+    dev, dt = target_device_dtype(device, dtype)
     if not isinstance(x, torch.Tensor):
         try:
             kind = np.asarray(x).dtype.kind

@@ -86,7 +86,7 @@ def _check_alpha(alpha, like: torch.Tensor) -> torch.Tensor:
     return alpha
 
 
-def _laplacian_and_rows(alpha: torch.Tensor, *, diagonal: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def laplacian_and_rows(alpha: torch.Tensor, *, diagonal: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """The Laplacian of ``alpha`` (its diagonal cancels) and the positive-pair weights of each sample."""
     off = alpha - torch.diag_embed(torch.diagonal(alpha))
     rows = (alpha if diagonal else off).sum(dim=1)
@@ -141,7 +141,7 @@ def contrastive_covariance(alpha, a1, a2, b1=None, b2=None, *, convention: str =
     diagonal = convention == "tian2023"
 
     def cov_of(al, x1, x2, y1, y2):
-        laplacian, rows = _laplacian_and_rows(al, diagonal=diagonal)
+        laplacian, rows = laplacian_and_rows(al, diagonal=diagonal)
         cov = x1.T @ laplacian @ y1 - (x1 - x2).T @ (rows.unsqueeze(1) * (y1 - y2))
         return cov / (2 * n * n) if diagonal else cov
 
@@ -191,18 +191,18 @@ def energy(alpha, z1, z2) -> torch.Tensor:
     """
     z1, z2 = _views(("z1", "z2"), z1, z2)
     alpha = _check_alpha(alpha, z1)
-    value = _energy(*_laplacian_and_rows(alpha, diagonal=False), z1, z2)
+    value = energy_unchecked(*laplacian_and_rows(alpha, diagonal=False), z1, z2)
     if bool(torch.isfinite(value.detach())):
         return value
     (sal, al), (sz, x1, x2) = _pow2(alpha), _pow2(z1, z2)  # exact rescaling, as in contrastive_covariance
-    value = _scale_back(_energy(*_laplacian_and_rows(al, diagonal=False), x1, x2), sal + 2 * sz)
+    value = _scale_back(energy_unchecked(*laplacian_and_rows(al, diagonal=False), x1, x2), sal + 2 * sz)
     if not bool(torch.isfinite(value.detach())):
         raise ValueError(f"z1, z2, alpha: the energy overflows {str(value.dtype).replace('torch.', '')} (the inputs are "
                          "finite, E_alpha is not representable); rescale z or alpha.")
     return value
 
 
-def _energy(laplacian: torch.Tensor, rows: torch.Tensor, z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
+def energy_unchecked(laplacian: torch.Tensor, rows: torch.Tensor, z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
     r""":func:`energy` from the Laplacian and row sums of :math:`\alpha`, unchecked.
 
     for loops that reuse one :math:`\alpha` for thousands of steps (:func:`clbook.dynamics.relu2layer.relu_ascent`).

@@ -73,10 +73,10 @@ def uniform_alpha(n: int, *, dtype=None, device=None) -> torch.Tensor:
 
     ``dtype``/``device`` default to those of :func:`clbook.setup`.
     """
-    from .config import _target
+    from .config import target_device_dtype
 
     n = check_int("n", n, 1)
-    device, dtype = _target(device, dtype)
+    device, dtype = target_device_dtype(device, dtype)
     return torch.ones(n, n, dtype=dtype, device=device)
 
 
@@ -197,10 +197,10 @@ def uniform_features(n: int, *, dtype=None, device=None) -> torch.Tensor:
 
     ``n >= 1``; ``dtype``/``device`` default to those of :func:`clbook.setup`.
     """
-    from .config import _target
+    from .config import target_device_dtype
 
     n = check_int("n", n, 1)
-    device, dtype = _target(device, dtype)
+    device, dtype = target_device_dtype(device, dtype)
     return torch.ones(n, 1, dtype=dtype, device=device)
 
 

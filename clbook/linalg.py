@@ -53,9 +53,9 @@ def haar_orthonormal(n: int, k: int | None = None, *, generator: torch.Generator
     batch = tuple(check_int(f"batch[{i}]", b, 1) for i, b in enumerate(batch))
     G = randn(*batch, n, k, generator=generator, device="cpu", dtype=torch.float64)
     Q = _qr_signed(G)
-    from .config import _target
+    from .config import target_device_dtype
 
-    dev, dt = _target(device, dtype)
+    dev, dt = target_device_dtype(device, dtype)
     return Q.to(device=dev, dtype=dt)
 
 

@@ -8,17 +8,22 @@ Used in Chapter 1 (and the Part I chapters that follow).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 from torch import nn
 
+from . import activations
 from ._validate import check_choice, check_int
-from .config import _DTYPES, _check_generator, _resolve_device, defaults, randn
+from .config import DTYPES, check_generator, defaults, randn, resolve_device
 
 __all__ = ["MLP"]
 
-_ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "linear": nn.Identity, "leaky_relu": nn.LeakyReLU}
+# torch's modules for the registry's activations (clbook.activations): leaky ReLU with the registry's slope
+_ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "linear": nn.Identity,
+                "leaky_relu": functools.partial(nn.LeakyReLU, activations.LEAKY_SLOPE)}
+activations.supported(*_ACTIVATIONS)
 
 
 class MLP(nn.Module):
@@ -55,11 +60,11 @@ class MLP(nn.Module):
             raise ValueError(f"sizes must list at least an input and an output width; got sizes = {sizes}.")
         sizes = [check_int(f"sizes[{k}]", s, 1) for k, s in enumerate(sizes)]
         check_choice("activation", activation, _ACTIVATIONS)
-        _check_generator(generator)
+        check_generator(generator)
         default_device, default_dtype = defaults()
-        device = default_device if device is None else _resolve_device(device)
+        device = default_device if device is None else resolve_device(device)
         dtype = default_dtype if dtype is None else dtype
-        if dtype not in _DTYPES:
+        if dtype not in DTYPES:
             raise ValueError(f"dtype must be torch.float64 or torch.float32; got dtype = {dtype!r}.")
         layers = []
         for k, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from .._validate import check_in_range, check_int, check_nonnegative, check_tensor
-from ..config import _check_generator
+from ..config import check_generator
 
 __all__ = ["ShiftedDigits", "shifted_digits", "augment"]
 
@@ -96,7 +96,7 @@ def augment(x: torch.Tensor, *, generator: torch.Generator, canvas: int = 12, ma
     noise : float
         :math:`\sigma \ge 0`.
     """
-    _check_generator(generator)
+    check_generator(generator)
     x = check_tensor("x", x, ndim=2)
     canvas = check_int("canvas", canvas, minimum=1)
     if x.shape[1] != canvas * canvas:

@@ -127,11 +127,11 @@ def _check_model(model) -> LatentModel:
 
 def sample(model: LatentModel, n: int, *, generator: torch.Generator) -> torch.Tensor:
     """``n >= 1`` i.i.d. draws from the model, shape ``[n, d]`` (indices drawn on the CPU with ``generator``)."""
-    from ..config import _check_generator
+    from ..config import check_generator
 
     model = _check_model(model)
     n = check_int("n", n, 1)
-    _check_generator(generator)
+    check_generator(generator)
     idx = torch.multinomial(model.probs.detach().cpu().double(), n, replacement=True, generator=generator)
     return model.atoms[idx.to(model.atoms.device)]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from .._validate import check_in_range, check_int, check_nonnegative, check_pair, check_positive, check_tensor
-from ..config import _check_generator, defaults, rand, randint, to_device
+from ..config import check_generator, defaults, rand, randint, to_device
 
 __all__ = ["ModeBatch", "orthogonal_modes", "assumption1_violations"]
 
@@ -97,7 +97,7 @@ def orthogonal_modes(n: int, *, modes: int, generator: torch.Generator, dim: int
     modes = check_int("modes", modes, minimum=1)
     n = check_int("n", n, minimum=max(2, modes if cover_all else 2))
     dim = modes if dim is None else check_int("dim", dim, minimum=modes)
-    _check_generator(generator)
+    check_generator(generator)
     a_hi = check_positive("amplitude_range[0]", amplitude_range[0])
     a_lo = check_positive("amplitude_range[1]", amplitude_range[1])
     jitter = check_nonnegative("jitter", jitter)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .. import activations
 from .._validate import check_choice, check_int, check_nonnegative, check_positive, check_real, check_tensor
 
 __all__ = [
@@ -44,7 +45,7 @@ __all__ = [
     "LMEReport", "lme_report", "match_patterns", "circle_landscape", "periodic_local_maxima",
 ]
 
-ACTIVATIONS = ("linear", "relu", "leaky_relu", "quadratic")
+ACTIVATIONS = activations.supported("linear", "relu", "leaky_relu", "quadratic")
 GATE_TOL = 1e-12
 
 
@@ -60,13 +61,7 @@ def activation(t: torch.Tensor, name: str, *, slope: float = 0.05) -> torch.Tens
     _check_activation(name)
     t = check_tensor("t", t, finite=False)
     slope = check_real("slope", slope)
-    if name == "linear":
-        return t
-    if name == "relu":
-        return torch.relu(t)
-    if name == "leaky_relu":
-        return torch.where(t > 0, t, slope * t)
-    return t * t
+    return activations.value_unchecked(t, name, slope=slope)
 
 
 def activation_derivative(t: torch.Tensor, name: str, *, slope: float = 0.05, tol: float = GATE_TOL) -> torch.Tensor:
@@ -78,13 +73,7 @@ def activation_derivative(t: torch.Tensor, name: str, *, slope: float = 0.05, to
     t = check_tensor("t", t, finite=False)
     slope = check_real("slope", slope)
     tol = check_nonnegative("tol", tol)
-    if name == "linear":
-        return torch.ones_like(t)
-    if name == "relu":
-        return (t > tol).to(t.dtype)
-    if name == "leaky_relu":
-        return torch.where(t > tol, torch.ones_like(t), torch.full_like(t, slope))
-    return 2 * t
+    return activations.derivative_unchecked(t, name, slope=slope, tol=tol)
 
 
 _h = activation
@@ -92,7 +81,7 @@ _h = activation
 
 def homogeneity_degree(name: str) -> int:
     r"""The degree :math:`p` with :math:`h'(x)x = p\,h(x)`: 1 for linear, ReLU, leaky ReLU (Assumption 1), 2 for :math:`x^2`."""
-    return 2 if _check_activation(name) == "quadratic" else 1
+    return activations.REGISTRY[_check_activation(name)].degree
 
 
 def _as_nodes(W) -> tuple[torch.Tensor, bool]:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import covariance, losses
+from .. import activations, covariance, losses
 from .._validate import check_choice, check_int, check_pair, check_positive, check_tensor
 from ..config import generator as make_generator
 from ..config import randn
@@ -45,7 +45,7 @@ __all__ = [
     "numerical_rank", "active_modes", "lemma15_bound", "Problem", "make_problem", "random_start", "fig3_run",
 ]
 
-ACTIVATIONS = ("relu", "linear")
+ACTIVATIONS = activations.supported("relu", "linear")
 
 
 def _check_weights(W1, W2):
@@ -69,7 +69,7 @@ def forward(W1: torch.Tensor, W2: torch.Tensor, x: torch.Tensor, *, activation: 
     if W1.ndim != 2 or x.shape[1] != W1.shape[1]:
         raise ValueError(f"need W1 [K, d] and x [n, d] with the same d; got {tuple(W1.shape)} and {tuple(x.shape)}.")
     pre = x @ W1.T
-    hidden = torch.relu(pre) if activation == "relu" else pre
+    hidden = activations.value_unchecked(pre, activation)
     return hidden @ W2.T
 
 
@@ -234,11 +234,11 @@ def relu_ascent(W1, W2, alpha, x1, x2, *, eta: float, steps: int, record_every: 
     steps = check_int("steps", steps, minimum=1)
     record_every = check_int("record_every", record_every, minimum=1)
     energy(W1, W2, alpha, x1, x2, activation=activation)  # validates every argument once
-    h = torch.relu if activation == "relu" else (lambda t: t)
-    laplacian, rows = covariance._laplacian_and_rows(alpha, diagonal=False)  # the one C_α, prepared once for all steps
+    h = functools.partial(activations.value_unchecked, name=activation)
+    laplacian, rows = covariance.laplacian_and_rows(alpha, diagonal=False)  # the one C_α, prepared once for all steps
 
     def energy_fast(W1, W2):  # covariance.energy without re-validating alpha, x1, x2 at every step
-        return covariance._energy(laplacian, rows, h(x1 @ W1.T) @ W2.T, h(x2 @ W1.T) @ W2.T)
+        return covariance.energy_unchecked(laplacian, rows, h(x1 @ W1.T) @ W2.T, h(x2 @ W1.T) @ W2.T)
 
     W1 = (W1 / W1.clamp_min(0).norm()).detach().clone().requires_grad_()
     W2 = (W2 / W2.norm()).detach().clone().requires_grad_()

@@ -48,15 +48,15 @@ CONSTRAINTS = ("none", "frobenius", "operator", "scaled", "orthogonal")
 """The constraints of :func:`gd_two_layer` (Props 2 and 3 of the paper)."""
 
 
-def _tensor(name: str, value, ndim: int | None = None) -> torch.Tensor:
+def setup_tensor(name: str, value, ndim: int | None = None) -> torch.Tensor:
     """``value`` as a finite tensor on the device and dtype of :func:`clbook.setup` (the one coercion, ``as_tensor``)."""
     device, dtype = defaults()
     return as_tensor(name, value, ndim=ndim, dtype=dtype, device=device)
 
 
-def _views(ndim: int, **named) -> list[torch.Tensor]:
+def view_tensors(ndim: int, **named) -> list[torch.Tensor]:
     """Several same-shape arguments (the views of one batch) as tensors, with at least one row."""
-    out = [_tensor(k, v, ndim) for k, v in named.items()]
+    out = [setup_tensor(k, v, ndim) for k, v in named.items()]
     shapes = {k: tuple(t.shape) for k, t in zip(named, out, strict=True)}
     if len(set(shapes.values())) != 1:
         raise ValueError(f"the views must share one shape [n, k]; got {shapes}.")
@@ -76,7 +76,7 @@ def _symmetric(name: str, C: torch.Tensor, d: int | None = None) -> torch.Tensor
 
 
 def _times(name: str, times) -> torch.Tensor:
-    t = _tensor(name, times, 1)
+    t = setup_tensor(name, times, 1)
     if t.numel() < 1 or float(t[0]) < 0 or bool((t[1:] <= t[:-1]).any()):
         raise ValueError(f"{name} must be a non-empty, strictly increasing 1-D grid of times >= 0.")
     return t
@@ -84,13 +84,13 @@ def _times(name: str, times) -> torch.Tensor:
 
 def contrastive_loss(u, u_pos, u_neg) -> float:
     r"""Eq. 1: :math:`\sum_i u(x_i)^\top(u(x_i^-) - u(x_i^+))` for embeddings ``[n, z]`` (``n, z >= 1``, finite)."""
-    u, u_pos, u_neg = _views(2, u=u, u_pos=u_pos, u_neg=u_neg)
+    u, u_pos, u_neg = view_tensors(2, u=u, u_pos=u_pos, u_neg=u_neg)
     return float((u * (u_neg - u_pos)).sum())
 
 
 def noncontrastive_loss(u, u_pos) -> float:
     r"""Eq. 2: :math:`-\sum_i u(x_i)^\top u(x_i^+)` for embeddings ``[n, z]`` (``n, z >= 1``, finite)."""
-    u, u_pos = _views(2, u=u, u_pos=u_pos)
+    u, u_pos = view_tensors(2, u=u, u_pos=u_pos)
     return float(-(u * u_pos).sum())
 
 
@@ -112,18 +112,19 @@ def trace_matrix(x, x_pos, x_neg=None, *, normalize: bool = True, symmetric: boo
         Return :math:`(\tilde C + \tilde C^\top)/2` (default) or :math:`\tilde C` itself.
     """
     if x_neg is None:
-        x, x_pos = _views(2, x=x, x_pos=x_pos)
+        x, x_pos = view_tensors(2, x=x, x_pos=x_pos)
         ct = -x.T @ x_pos
     else:
-        x, x_pos, x_neg = _views(2, x=x, x_pos=x_pos, x_neg=x_neg)
+        x, x_pos, x_neg = view_tensors(2, x=x, x_pos=x_pos, x_neg=x_neg)
         ct = x.T @ (x_neg - x_pos)
     if normalize:
         ct = ct / x.shape[0]
     return (ct + ct.T) / 2 if symmetric else ct
 
 
-def _weights(W1, W2, C, *, symmetric: bool = False):
-    W1, W2, C = _tensor("W1", W1, 2), _tensor("W2", W2, 2), _tensor("C", C, 2)
+def trace_weights(W1, W2, C, *, symmetric: bool = False):
+    """``W1 [h, d]``, ``W2 [h, z]``, ``C [d, d]`` as setup tensors with matching shapes (``C`` symmetric if asked)."""
+    W1, W2, C = setup_tensor("W1", W1, 2), setup_tensor("W2", W2, 2), setup_tensor("C", C, 2)
     if W1.shape[0] != W2.shape[0] or min(*W1.shape, *W2.shape) < 1:
         raise ValueError(f"W1 [h, d] and W2 [h, z] must share their number of rows h >= 1; got {tuple(W1.shape)} and "
                          f"{tuple(W2.shape)}.")
@@ -139,7 +140,7 @@ def trace_loss(W1, W2, C) -> float:
 
     No :math:`h\times h` product is formed. ``C`` need not be symmetric (the trace only sees its symmetric part).
     """
-    W1, W2, C = _weights(W1, W2, C)
+    W1, W2, C = trace_weights(W1, W2, C)
     M = W1.T @ W2
     return float((M * (C @ M)).sum())
 
@@ -150,11 +151,12 @@ def euclidean_gradients(W1, W2, C) -> tuple[torch.Tensor, torch.Tensor]:
     :math:`\nabla_{W_1}\mathcal L = 2W_2W_2^\top W_1C`, :math:`\nabla_{W_2}\mathcal L = 2W_1CW_1^\top W_2` (``[h, d]``
     and ``[h, z]``; no :math:`h\times h` product).
     """
-    W1, W2, C = _weights(W1, W2, C, symmetric=True)
-    return _gradients(W1, W2, C)
+    W1, W2, C = trace_weights(W1, W2, C, symmetric=True)
+    return trace_gradients(W1, W2, C)
 
 
-def _gradients(W1, W2, C):
+def trace_gradients(W1, W2, C):
+    r"""The gradients of Eq. 8 in ``W1`` and ``W2``, unchecked: :math:`2W_2W_2^\top W_1C` and :math:`2W_1CW_1^\top W_2`."""
     return 2 * W2 @ ((W2.T @ W1) @ C), 2 * W1 @ (C @ (W1.T @ W2))
 
 
@@ -163,7 +165,7 @@ def scaled_loss(W1, W2, C) -> float:
 
     ``W1`` and ``W2`` must be non-zero (the ratio is undefined at zero).
     """
-    W1, W2, C = _weights(W1, W2, C)
+    W1, W2, C = trace_weights(W1, W2, C)
     s1, s2 = torch.linalg.matrix_norm(W1, 2), torch.linalg.matrix_norm(W2, 2)
     if float(s1) == 0 or float(s2) == 0:
         raise ValueError("W1 and W2 must be non-zero: the scaled loss divides by ‖W1‖₂²‖W2‖₂².")
@@ -172,7 +174,7 @@ def scaled_loss(W1, W2, C) -> float:
 
 
 def _theta_c(theta0, C):
-    theta0, C = _tensor("theta0", theta0, 2), _tensor("C", C, 2)
+    theta0, C = setup_tensor("theta0", theta0, 2), setup_tensor("C", C, 2)
     if min(theta0.shape) < 1:
         raise ValueError(f"theta0 must be a non-empty matrix [z, d]; got shape {tuple(theta0.shape)}.")
     return theta0, _symmetric("C", C, theta0.shape[1])
@@ -256,7 +258,7 @@ def projector_closed_form(A, theta0, C, times) -> torch.Tensor:
     :math:`\Theta_t = \sum_{k,j} e^{-2\alpha_k\lambda_j t}\,a_ka_k^\top\Theta_0 v_jv_j^\top` with
     :math:`A^\top A = \sum_k\alpha_k a_ka_k^\top` and :math:`C = \sum_j\lambda_j v_jv_j^\top`. Shape ``[len(times), r, d]``.
     """
-    A = _tensor("A", A, 2)
+    A = setup_tensor("A", A, 2)
     theta0, C = _theta_c(theta0, C)
     if A.shape[1] != theta0.shape[0] or A.shape[0] < 1:
         raise ValueError(f"A must be [r, z] with r >= 1 and z = theta0.shape[0] = {theta0.shape[0]}; got {tuple(A.shape)}.")
@@ -270,7 +272,7 @@ def projector_closed_form(A, theta0, C, times) -> torch.Tensor:
 
 def singular_value_ratio(M) -> torch.Tensor:
     r""":math:`\sigma_2/\sigma_1` of a matrix or of each matrix of a stack ``[..., a, b]`` (``a, b >= 2``, non-zero)."""
-    M = _tensor("M", M)
+    M = setup_tensor("M", M)
     if M.ndim < 2 or min(M.shape[-2:]) < 2:
         raise ValueError(f"M must be a matrix (or a stack) [..., a, b] with a, b >= 2; got shape {tuple(M.shape)}.")
     s = torch.linalg.svdvals(M)
@@ -285,7 +287,7 @@ def optimal_value(C, z: int) -> float:
     The sum of the :math:`z` smallest eigenvalues that are
     negative (symmetric ``C``, ``z >= 1``).
     """
-    C = _symmetric("C", _tensor("C", C, 2))
+    C = _symmetric("C", setup_tensor("C", C, 2))
     z = check_int("z", z, 1)
     lam = torch.linalg.eigvalsh(C)[:z]
     return float(lam.clamp(max=0.0).sum())
@@ -356,13 +358,13 @@ def gd_two_layer(W1, W2, C, *, eta: float, steps: int, constraint: str = "none",
     blowup > 0``; non-zero weights for ``"scaled"``. Both layers are updated from the same iterate; no :math:`h\times h`
     matrix is formed. The run stops early (``reason="diverged"``) once the loss passes ``-blowup``.
     """
-    W1, W2, C = _weights(W1, W2, C, symmetric=True)
+    W1, W2, C = trace_weights(W1, W2, C, symmetric=True)
     eta, steps = check_positive("eta", eta), check_int("steps", steps, 0)
     check_choice("constraint", constraint, CONSTRAINTS)
     c1, c2, blowup = check_positive("c1", c1), check_positive("c2", c2), check_positive("blowup", blowup)
     if constraint == "orthogonal":
         from ..linalg import stiefel_error
-        from .stiefel import _projected_step
+        from .stiefel import projected_step_unchecked
 
         for name, W in (("W1", W1), ("W2", W2)):
             if W.shape[0] < W.shape[1] or stiefel_error(W) > 1e-8:
@@ -374,11 +376,11 @@ def gd_two_layer(W1, W2, C, *, eta: float, steps: int, constraint: str = "none",
     tops = (_top_pair(W1), _top_pair(W2)) if constraint == "scaled" else None
     with single_thread():  # thin matrices: one thread is faster, and immune to a busy machine
         for _ in range(steps):
-            G1, G2 = _gradients(W1, W2, C)
+            G1, G2 = trace_gradients(W1, W2, C)
             if constraint == "scaled":
                 G1, G2 = _scaled_gradients(W1, W2, C, G1, G2, *tops)
             if constraint == "orthogonal":
-                W1n, W2n = _projected_step(W1, G1, eta), _projected_step(W2, G2, eta)
+                W1n, W2n = projected_step_unchecked(W1, G1, eta), projected_step_unchecked(W2, G2, eta)
             else:
                 W1n, W2n = W1 - eta * G1, W2 - eta * G2
             if constraint == "frobenius":

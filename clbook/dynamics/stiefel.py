@@ -31,7 +31,7 @@ import torch
 
 from .._validate import check_choice, check_int, check_positive, check_real
 from ..linalg import RETRACTIONS, haar_orthonormal, retract, single_thread, stiefel_error
-from .ssl import _gradients, _tensor, _weights
+from .ssl import setup_tensor, trace_gradients, trace_weights
 
 __all__ = [
     "SCHEMES", "horizontal_project", "tangent_project", "canonical_gradient", "projected_step", "embed_weights", "step",
@@ -47,14 +47,14 @@ _ON_MANIFOLD = 1e-8
 
 
 def _tall(name: str, W) -> torch.Tensor:
-    W = _tensor(name, W, 2)
+    W = setup_tensor(name, W, 2)
     if W.shape[0] < W.shape[1] or W.shape[1] < 1:
         raise ValueError(f"{name} must be tall, shape [n, p] with n >= p >= 1; got {tuple(W.shape)}.")
     return W
 
 
 def _point_and_gradient(W, G) -> tuple[torch.Tensor, torch.Tensor]:
-    W, G = _tall("W", W), _tensor("G", G, 2)
+    W, G = _tall("W", W), setup_tensor("G", G, 2)
     if G.shape != W.shape:
         raise ValueError(f"G must have the shape of W {tuple(W.shape)}; got {tuple(G.shape)}.")
     return W, G
@@ -112,10 +112,10 @@ def projected_step(W, G, *, eta: float, scheme: str = "paper", retraction: str =
     eta = check_positive("eta", eta)
     check_choice("scheme", scheme, SCHEMES)
     check_choice("retraction", retraction, RETRACTIONS)
-    return _projected_step(W, G, eta, scheme, retraction)
+    return projected_step_unchecked(W, G, eta, scheme, retraction)
 
 
-def _projected_step(W, G, eta, scheme="paper", retraction="qr"):
+def projected_step_unchecked(W, G, eta, scheme="paper", retraction="qr"):
     """:func:`projected_step` without the argument checks, for the training loops (one step of one layer)."""
     return retract(W - eta * _direction(W, G, scheme), method=retraction)
 
@@ -128,7 +128,7 @@ def embed_weights(M0, h: int, *, generator: torch.Generator) -> tuple[torch.Tens
     :math:`h\ge d + z` and :math:`\|M_0\|_2\le 1`. Two widths with the same ``M0`` give the same Gram matrix of
     :math:`[W_1, W_2]`.
     """
-    M0 = _tensor("M0", M0, 2)
+    M0 = setup_tensor("M0", M0, 2)
     d, z = M0.shape
     if min(d, z) < 1:
         raise ValueError(f"M0 must be a non-empty matrix [d, z]; got shape {tuple(M0.shape)}.")
@@ -143,7 +143,7 @@ def embed_weights(M0, h: int, *, generator: torch.Generator) -> tuple[torch.Tens
 
 
 def _start(W1, W2, C):
-    W1, W2, C = _weights(W1, W2, C, symmetric=True)
+    W1, W2, C = trace_weights(W1, W2, C, symmetric=True)
     for name, W in (("W1", W1), ("W2", W2)):
         if W.shape[0] < W.shape[1]:
             raise ValueError(f"{name} must be tall (h >= its columns) to have orthonormal columns; got {tuple(W.shape)}.")
@@ -170,8 +170,8 @@ def step(W1, W2, C, *, eta: float, scheme: str = "paper", retraction: str = "qr"
 
 
 def _step(W1, W2, C, eta, scheme, retraction):
-    G1, G2 = _gradients(W1, W2, C)
-    return _projected_step(W1, G1, eta, scheme, retraction), _projected_step(W2, G2, eta, scheme, retraction)
+    G1, G2 = trace_gradients(W1, W2, C)
+    return projected_step_unchecked(W1, G1, eta, scheme, retraction), projected_step_unchecked(W2, G2, eta, scheme, retraction)
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,7 @@ def _q_rhs(Q: torch.Tensor, lam: torch.Tensor, scheme: str) -> torch.Tensor:
 
 
 def _q_and_lam(q, lam, qname: str = "q") -> tuple[torch.Tensor, torch.Tensor, bool]:
-    q, lam = _tensor(qname, q), _tensor("lam", lam, 1)
+    q, lam = setup_tensor(qname, q), setup_tensor("lam", lam, 1)
     flat = q.ndim == 1
     Q = q[:, None] if flat else q
     if Q.ndim != 2 or Q.shape[0] != lam.shape[0] or min(Q.shape) < 1:
@@ -263,7 +263,7 @@ def _loss_q(q, lam):
 
 
 def _grid(t) -> torch.Tensor:
-    t = _tensor("t", t, 1)
+    t = setup_tensor("t", t, 1)
     if t.numel() < 1 or float(t[0]) != 0 or bool((t[1:] <= t[:-1]).any()):
         raise ValueError("t must be a non-empty grid that starts at 0 and increases strictly.")
     return t
@@ -342,7 +342,7 @@ def semi_closed_form(q0, lam, t, *, rtol: float = 1e-12) -> torch.Tensor:
     neither overflows nor underflows. Needs ``q0 [d]``, ``lam [d]`` with :math:`0 < \|q_0\|^2 < 1`. Derived in
     Chapter 13 (not in the paper).
     """
-    q0, lam = _tensor("q0", q0, 1), _tensor("lam", lam, 1)
+    q0, lam = setup_tensor("q0", q0, 1), setup_tensor("lam", lam, 1)
     t = _grid(t)
     rtol = check_positive("rtol", rtol)
     if q0.shape != lam.shape or q0.numel() < 1:
@@ -369,7 +369,7 @@ def jacobian_q(q, lam) -> torch.Tensor:
     At :math:`q = \pm e_1` (ascending :math:`\lambda`) its eigenvalues are :math:`8\lambda_1` and
     :math:`-2(\lambda_i - \lambda_1)`, :math:`i\ge 2`.
     """
-    q, lam = _tensor("q", q, 1), _tensor("lam", lam, 1)
+    q, lam = setup_tensor("q", q, 1), setup_tensor("lam", lam, 1)
     if q.shape != lam.shape or q.numel() < 1:
         raise ValueError(f"q and lam must both be [d] with d >= 1; got {tuple(q.shape)} and {tuple(lam.shape)}.")
     L = torch.diag(lam)
@@ -388,7 +388,7 @@ def escape_times(lam, widths, *, inits: int, generator: torch.Generator, level: 
     crossing is interpolated linearly on a grid of 4001 times). Predicted: :math:`t\approx\ln h/(8|\lambda_1|) +
     \text{const}`.
     """
-    lam = torch.sort(_tensor("lam", lam, 1)).values
+    lam = torch.sort(setup_tensor("lam", lam, 1)).values
     if lam.numel() < 1 or float(lam[0]) >= 0:
         raise ValueError(f"lam must have a negative entry for an escape; got lambda_min = {float(lam.min()) if lam.numel() else None}.")
     inits = check_int("inits", inits, 1)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .. import activations
 from .._validate import as_tensor, check_choice, check_in_range, check_int, check_nonnegative, check_positive, check_real, check_tensor
 
 __all__ = [
@@ -37,14 +38,12 @@ __all__ = [
     "blowup_closed_form", "blowup_time", "sphere_basin_fraction", "win_probability", "win_probability_mc",
 ]
 
-ACTIVATIONS = ("relu", "linear", "leakyrelu")
+ACTIVATIONS = activations.supported("relu", "linear", "leakyrelu")
 
 
 def _hprime(t: torch.Tensor, activation: str) -> torch.Tensor:
     """:math:`h'(t)` of :func:`clbook.dynamics.onelayer.activation_derivative` with the gate at 0 (``leakyrelu``: slope 0.05)."""
-    from .onelayer import activation_derivative
-
-    return activation_derivative(t, "leaky_relu" if activation == "leakyrelu" else activation, slope=0.05, tol=0.0)
+    return activations.derivative_unchecked(t, activation, tol=0.0)
 
 
 def gated_inputs(W: torch.Tensor, x: torch.Tensor, activation: str = "relu") -> torch.Tensor:
@@ -185,7 +184,7 @@ def make_latent_tokens(*, num_fields: int = 3, num_tokens: int = 4, num_classes:
     seed : int
         Seed of the CPU generator of the Dirichlet draws (Gamma variables normalised).
     """
-    from ..config import _target, generator
+    from ..config import generator, target_device_dtype
 
     K = check_int("num_fields", num_fields, 1, 8)
     d = check_int("num_tokens", num_tokens, 2, 8)
@@ -193,7 +192,7 @@ def make_latent_tokens(*, num_fields: int = 3, num_tokens: int = 4, num_classes:
     if d ** K * C > 200_000:
         raise ValueError(f"num_tokens ** num_fields * num_classes = {d ** K * C} atoms is too many to enumerate (max 200000).")
     concentration = check_positive("concentration", concentration)
-    device, dtype = _target(None, None)
+    device, dtype = target_device_dtype(None, None)
     p = torch.full((C,), 1 / C, dtype=torch.float64) if class_probs is None else \
         as_tensor("class_probs", class_probs, dtype=torch.float64, device="cpu")
     if p.shape != (C,) or bool((p <= 0).any()) or abs(float(p.sum()) - 1) > 1e-12:

@@ -24,19 +24,18 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
+from .. import activations
 from .._validate import check_choice, check_int, check_positive
 from ..linalg import haar_orthonormal, single_thread
-from .ssl import _tensor, _views
-from .stiefel import _projected_step
+from .ssl import setup_tensor, view_tensors
+from .stiefel import projected_step_unchecked
 
 __all__ = ["ACTIVATIONS", "CURVATURE", "phi", "dphi", "tangent_kernel", "lemma2_ratio", "InitGap", "init_gaps", "init_gap",
            "contrastive_gradients", "train_nets", "TrainPair", "train_pair", "gap"]
 
-ACTIVATIONS = ("linear", "tanh", "softplus2", "relu", "sigmoid")
-CURVATURE = {"linear": 0.0, "tanh": 4 / (3 * math.sqrt(3)), "softplus2": 0.5, "relu": math.inf,
-             "sigmoid": 1 / (6 * math.sqrt(3))}
+ACTIVATIONS = activations.supported("linear", "tanh", "softplus2", "relu", "sigmoid")
+CURVATURE = {name: activations.REGISTRY[name].curvature for name in ACTIVATIONS}
 r"""The constant :math:`c = \sup|\phi''|` of Theorem 1 (``relu``: not twice differentiable; ``sigmoid``: finite, but
 :math:`\phi(0)\neq0` and :math:`\phi'(0) = 1/4`, so the theorem does not apply)."""
 
@@ -46,38 +45,21 @@ def _activation(name: str) -> str:
 
 
 def _phi(name: str, a: torch.Tensor) -> torch.Tensor:
-    if name == "linear":
-        return a
-    if name == "tanh":
-        return torch.tanh(a)
-    if name == "softplus2":
-        return 2 * (F.softplus(a) - math.log(2.0))
-    if name == "relu":
-        return a.clamp(min=0.0)
-    return torch.sigmoid(a)
+    return activations.value_unchecked(a, name)
 
 
 def _dphi(name: str, a: torch.Tensor) -> torch.Tensor:
-    if name == "linear":
-        return torch.ones_like(a)
-    if name == "tanh":
-        return 1 - torch.tanh(a) ** 2
-    if name == "softplus2":
-        return 2 * torch.sigmoid(a)
-    if name == "relu":
-        return (a > 0).to(a.dtype)
-    s = torch.sigmoid(a)
-    return s * (1 - s)
+    return activations.derivative_unchecked(a, name)
 
 
 def phi(name: str, a) -> torch.Tensor:
     r"""The activation :math:`\phi` (``name`` in :data:`ACTIVATIONS`) applied entrywise to a finite tensor ``a``."""
-    return _phi(_activation(name), _tensor("a", a))
+    return _phi(_activation(name), setup_tensor("a", a))
 
 
 def dphi(name: str, a) -> torch.Tensor:
     r"""The derivative :math:`\phi'` entrywise (``relu``: the indicator of :math:`a > 0`, the convention at 0)."""
-    return _dphi(_activation(name), _tensor("a", a))
+    return _dphi(_activation(name), setup_tensor("a", a))
 
 
 def tangent_kernel(W1, W2, x, x2, *, activation: str = "tanh", ntk_scale: bool = True) -> torch.Tensor:
@@ -93,8 +75,8 @@ def tangent_kernel(W1, W2, x, x2, *, activation: str = "tanh", ntk_scale: bool =
     The first term comes from :math:`W_2`, the second from :math:`W_1`. ``W1 [h, d]``, ``W2 [h, z]``, ``x`` and
     ``x2`` ``[d]``, all finite.
     """
-    W1, W2 = _tensor("W1", W1, 2), _tensor("W2", W2, 2)
-    x, x2 = _tensor("x", x, 1), _tensor("x2", x2, 1)
+    W1, W2 = setup_tensor("W1", W1, 2), setup_tensor("W2", W2, 2)
+    x, x2 = setup_tensor("x", x, 1), setup_tensor("x2", x2, 1)
     name = _activation(activation)
     if W1.shape[0] != W2.shape[0] or x.shape != x2.shape or x.shape[0] != W1.shape[1] or min(*W1.shape, W2.shape[1]) < 1:
         raise ValueError(f"need W1 [h, d], W2 [h, z], x and x2 [d] (all sizes >= 1); got {tuple(W1.shape)}, {tuple(W2.shape)}, "
@@ -175,7 +157,7 @@ def init_gaps(h: int, x, *, z: int = 3, activations=ACTIVATIONS[1:], reps: int =
     reps : int
         Independent draws of :math:`(W_1, W_2)`, ``>= 1``.
     """
-    x = _tensor("x", x, 1)
+    x = setup_tensor("x", x, 1)
     d = x.shape[0]
     if d < 1:
         raise ValueError("x must have at least one entry.")
@@ -222,8 +204,8 @@ def contrastive_gradients(W1, W2, x, x_pos, x_neg, activation: str) -> tuple[flo
     ``W1 [h, d]``, ``W2 [h, z]``, the views ``[n, d]`` (``n >= 1``); ``activation="linear"`` gives the linear
     network. Returns ``(loss, G1, G2)``.
     """
-    W1, W2 = _tensor("W1", W1, 2), _tensor("W2", W2, 2)
-    x, x_pos, x_neg = _views(2, x=x, x_pos=x_pos, x_neg=x_neg)
+    W1, W2 = setup_tensor("W1", W1, 2), setup_tensor("W2", W2, 2)
+    x, x_pos, x_neg = view_tensors(2, x=x, x_pos=x_pos, x_neg=x_neg)
     if W1.shape[0] != W2.shape[0] or W1.shape[1] != x.shape[1] or min(W2.shape) < 1:
         raise ValueError(f"need W1 [h, d], W2 [h, z] and views [n, d] with d = {x.shape[1]}; got {tuple(W1.shape)} and "
                          f"{tuple(W2.shape)}.")
@@ -255,7 +237,7 @@ def train_nets(x, x_pos, x_neg, *, h: int, z: int = 1, activations=("tanh",), et
     ``every >= 1``. Returns ``{name: (outputs [len(record), n, z], losses [len(record)])}`` for ``"linear"`` and each
     activation, and ``"record"``: the recorded steps (every ``every`` steps and the last).
     """
-    x, x_pos, x_neg = _views(2, x=x, x_pos=x_pos, x_neg=x_neg)
+    x, x_pos, x_neg = view_tensors(2, x=x, x_pos=x_pos, x_neg=x_neg)
     d = x.shape[1]
     z = check_int("z", z, 1)
     h = check_int("h", h, max(d, z))
@@ -274,7 +256,7 @@ def train_nets(x, x_pos, x_neg, *, h: int, z: int = 1, activations=("tanh",), et
                     out[name][0].append(_phi(name, x @ V1.T) @ V2)
                     out[name][1].append(loss)
                 if k < steps:
-                    nets[name] = (_projected_step(V1, G1, eta), _projected_step(V2, G2, eta))
+                    nets[name] = (projected_step_unchecked(V1, G1, eta), projected_step_unchecked(V2, G2, eta))
     result = {name: (torch.stack(u), torch.stack(ls)) for name, (u, ls) in out.items()}
     result["record"] = torch.tensor(record)
     return result
@@ -315,7 +297,7 @@ def train_pair(x, x_pos, x_neg, *, h: int, z: int = 1, activation: str = "tanh",
 
 def gap(u_nonlinear, u_linear) -> torch.Tensor:
     r"""Mean over anchors of :math:`\|u^\phi_t(x_i) - u^{\mathbb I}_t(x_i)\|` for outputs ``[..., n, z]`` of one shape."""
-    u_nonlinear, u_linear = _tensor("u_nonlinear", u_nonlinear), _tensor("u_linear", u_linear)
+    u_nonlinear, u_linear = setup_tensor("u_nonlinear", u_nonlinear), setup_tensor("u_linear", u_linear)
     if u_nonlinear.shape != u_linear.shape or u_linear.ndim < 2 or min(u_linear.shape[-2:]) < 1:
         raise ValueError(f"u_nonlinear and u_linear must share one shape [..., n, z] with n, z >= 1; got "
                          f"{tuple(u_nonlinear.shape)} and {tuple(u_linear.shape)}.")

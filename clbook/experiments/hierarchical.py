@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from .. import results
+from .. import activations, results
 from .._validate import check_choice, check_int, check_positive
 from ..data.hierarchical import make_worlds, matching_scores, sample_tokens
 from . import runner
@@ -53,7 +53,7 @@ __all__ = [
     "digit_quadrants", "train_digits", "roughness", "main", "BN_RULES", "ACTIVATIONS",
 ]
 
-ACTIVATIONS = ("relu", "linear", "leakyrelu", "quadratic")
+ACTIVATIONS = activations.supported("relu", "linear", "leakyrelu", "quadratic")
 LOSSES = ("infonce", "quadratic")
 BN_RULES = {  # name: (use BatchNorm, back-propagate through the mean, through the variance)
     "none": (False, False, False),
@@ -100,10 +100,8 @@ class TrainResult:
 
 
 def _activate(h: torch.Tensor, activation: str) -> torch.Tensor:
-    """The activations of :mod:`clbook.dynamics.onelayer` (the code's ``leakyrelu`` is its ``leaky_relu``, slope 0.05)."""
-    from ..dynamics.onelayer import activation as h_of
-
-    return h_of(h, "leaky_relu" if activation == "leakyrelu" else activation, slope=0.05)
+    """The registry's activation (:mod:`clbook.activations`; the code's ``leakyrelu`` is ``leaky_relu``, slope 0.05)."""
+    return activations.value_unchecked(h, activation)
 
 
 class _Stack:
@@ -299,9 +297,9 @@ def train(variants, seeds, *, beta: int, candidates: int, zeta: float = 1.0, ste
         Where to train (default: that of :func:`clbook.setup`, else the CPU). The numbers do not depend on it beyond
         rounding.
     """
-    from ..config import _target
+    from ..config import target_device_dtype
 
-    device, dtype = _target(device, dtype)
+    device, dtype = target_device_dtype(device, dtype)
     variants, seeds, beta, P, steps, n, history_every = _check_train(
         variants, seeds, beta=beta, candidates=candidates, steps=steps, batch=batch, history_every=history_every, lr=lr,
         temperature=temperature, zeta=zeta, output_dim=output_dim, num_tokens=num_tokens)

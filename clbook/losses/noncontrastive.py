@@ -45,11 +45,13 @@ def _check_like(names, tensors):
     return tensors
 
 
-def _ncl_loss(q, target):
+def ncl_loss_unchecked(q, target):
+    """:func:`ncl_loss` without the argument checks, for training loops (batched over leading axes)."""
     return 2 - 2 * (_unit(q) * _unit(target).detach()).sum(-1).mean(-1)
 
 
-def _simsiam_loss(p1, p2, z1, z2):
+def simsiam_loss_unchecked(p1, p2, z1, z2):
+    """:func:`simsiam_loss` without the argument checks, for training loops (batched over leading axes)."""
     c1 = (_unit(p1) * _unit(z2).detach()).sum(-1).mean(-1)
     c2 = (_unit(p2) * _unit(z1).detach()).sum(-1).mean(-1)
     return -(c1 + c2) / 2
@@ -70,7 +72,7 @@ def ncl_loss(q: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     torch.Tensor, shape=[...]
     """
     q, target = _check_like(("q", "target"), (q, target))
-    return _ncl_loss(q, target)
+    return ncl_loss_unchecked(q, target)
 
 
 def simsiam_loss(p1: torch.Tensor, p2: torch.Tensor, z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
@@ -88,4 +90,4 @@ def simsiam_loss(p1: torch.Tensor, p2: torch.Tensor, z1: torch.Tensor, z2: torch
     torch.Tensor, shape=[...]
     """
     p1, p2, z1, z2 = _check_like(("p1", "p2", "z1", "z2"), (p1, p2, z1, z2))
-    return _simsiam_loss(p1, p2, z1, z2)
+    return simsiam_loss_unchecked(p1, p2, z1, z2)

@@ -117,7 +117,7 @@ def _nt_xent(h1: torch.Tensor, h2: torch.Tensor, temperature: float) -> torch.Te
     return lse - (u1 * u2).sum(-1).mean(-1) / temperature
 
 
-def _nt_xent_views(h: torch.Tensor, temperature: float) -> torch.Tensor:
+def nt_xent_views_unchecked(h: torch.Tensor, temperature: float) -> torch.Tensor:
     """:func:`nt_xent` of ``h[..., 0, :, :]`` and ``h[..., 1, :, :]`` (``h`` ``[..., 2, B, m]``), unchecked and without a copy.
 
     The two views stacked on axis ``-3`` are already the :math:`2B` rows of :math:`Z` in the order of
@@ -130,8 +130,8 @@ def _nt_xent_views(h: torch.Tensor, temperature: float) -> torch.Tensor:
     return lse - (u[..., 0, :, :] * u[..., 1, :, :]).sum(-1).mean(-1) / temperature
 
 
-def _nt_xent_unit_views(Z: torch.Tensor, temperature: float) -> torch.Tensor:
-    """:func:`_nt_xent_views` of representations that are already unit rows (``Z`` ``[..., 2, B, m]``, unchecked)."""
+def nt_xent_unit_views_unchecked(Z: torch.Tensor, temperature: float) -> torch.Tensor:
+    """:func:`nt_xent_views_unchecked` of representations that are already unit rows (``Z`` ``[..., 2, B, m]``, unchecked)."""
     lead, B, m = Z.shape[:-3], Z.shape[-2], Z.shape[-1]
     lse = _MeanLSE.apply(Z.reshape(-1, 2 * B, m), float(temperature)).reshape(lead)
     return lse - (Z[..., 0, :, :] * Z[..., 1, :, :]).sum(-1).mean(-1) / temperature

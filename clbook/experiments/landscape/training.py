@@ -182,7 +182,7 @@ def _step_two(net, H, views, upd, spec, lr, normalize):
         q = apply_head(H, q)
     with torch.no_grad():
         target = encode(net[other], views[1], spec)
-    return _sgd(list(net[upd].values()) + list(H.values()), _ncl._ncl_loss(q, target), lr, net[upd]["W0"], normalize)
+    return _sgd(list(net[upd].values()) + list(H.values()), _ncl.ncl_loss_unchecked(q, target), lr, net[upd]["W0"], normalize)
 
 
 def step_shared(P: dict, H: dict, a: torch.Tensor, spec: Model, temperature: float, lr: float, normalize: str | None) -> torch.Tensor:
@@ -194,13 +194,13 @@ def step_shared(P: dict, H: dict, a: torch.Tensor, spec: Model, temperature: flo
     """
     if spec.loss == "ntxent" and spec.layers == 1 and spec.head == "none":  # CL-basic, CL-linear: the fused encoder
         Z = SharedEncoder.apply(a, P["W0"], P["b0"], P.get("g0"), P.get("c0"), spec.srelu)
-        return _sgd(list(P.values()), _ntx._nt_xent_unit_views(Z, temperature), lr, P["W0"], normalize)
+        return _sgd(list(P.values()), _ntx.nt_xent_unit_views_unchecked(Z, temperature), lr, P["W0"], normalize)
     h = encode(P, a, spec)  # [R, 2, B, m]
     if spec.loss == "ntxent":
-        loss = _ntx._nt_xent_views(apply_head(H, h) if spec.head == "projector" else h, temperature)
+        loss = _ntx.nt_xent_views_unchecked(apply_head(H, h) if spec.head == "projector" else h, temperature)
     else:
         z = apply_head(H, h)
-        loss = _ncl._simsiam_loss(z[:, 0], z[:, 1], h[:, 0], h[:, 1])
+        loss = _ncl.simsiam_loss_unchecked(z[:, 0], z[:, 1], h[:, 0], h[:, 1])
     return _sgd(list(P.values()) + list(H.values()), loss, lr, P["W0"], normalize)
 
 
