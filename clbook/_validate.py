@@ -98,18 +98,9 @@ def check_pair(z1, z2, *, names=("z1", "z2"), min_samples: int = 2) -> tuple[tor
     """Check two paired batches ``[n, d]`` of views: same shape, same dtype, ``n >= min_samples``."""
     z1 = check_tensor(names[0], z1, ndim=2)
     z2 = check_tensor(names[1], z2, ndim=2)
-    if z1.shape != z2.shape:
-        raise ValueError(
-            f"{names[0]} and {names[1]} must have the same shape [n, d]; "
-            f"got {tuple(z1.shape)} and {tuple(z2.shape)}."
-        )
+    check_same(names, z1, z2, shape=True)
     if z1.shape[0] < min_samples:
         raise ValueError(f"the batch must hold n >= {min_samples} samples; got n = {z1.shape[0]}.")
-    if z1.dtype != z2.dtype or z1.device != z2.device:
-        raise ValueError(
-            f"{names[0]} and {names[1]} must share dtype and device; got "
-            f"{z1.dtype}/{z1.device} and {z2.dtype}/{z2.device}."
-        )
     return z1, z2
 
 
@@ -160,10 +151,16 @@ def as_tensor(name: str, value, *, ndim: int | None = None, min_ndim: int | None
     return tensor
 
 
-def check_same(names: tuple[str, ...], *tensors: torch.Tensor) -> None:
-    """Check that tensors share dtype and device, naming them in the error."""
+def check_same(names: tuple[str, ...], *tensors: torch.Tensor, shape: bool = False) -> None:
+    """The one paired-tensor check: tensors share dtype and device (and, with ``shape``, their shape).
+
+    Raises a :class:`ValueError` that names the first tensor and the one that differs.
+    """
     first = tensors[0]
     for name, t in zip(names[1:], tensors[1:], strict=True):
+        if shape and t.shape != first.shape:
+            raise ValueError(f"{names[0]} and {name} must have the same shape; got {tuple(first.shape)} and "
+                             f"{tuple(t.shape)}.")
         if t.dtype != first.dtype or t.device != first.device:
             raise ValueError(f"{names[0]} and {name} must share dtype and device; got {first.dtype}/{first.device} and "
                              f"{t.dtype}/{t.device}. Convert one with .to(other).")

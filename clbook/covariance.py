@@ -44,7 +44,7 @@ import math
 
 import torch
 
-from ._validate import check_choice, check_tensor
+from ._validate import check_choice, check_same, check_tensor
 
 __all__ = ["CONVENTIONS", "contrastive_covariance", "energy"]
 
@@ -64,12 +64,7 @@ def _samples(name: str, value) -> torch.Tensor:
 
 def _views(names: tuple[str, str], v1, v2) -> tuple[torch.Tensor, torch.Tensor]:
     v1, v2 = _samples(names[0], v1), _samples(names[1], v2)
-    if v1.shape != v2.shape:
-        raise ValueError(f"{names[0]} and {names[1]} must have the same shape [n, p]; got {tuple(v1.shape)} and "
-                         f"{tuple(v2.shape)}.")
-    if v1.dtype != v2.dtype or v1.device != v2.device:
-        raise ValueError(f"{names[0]} and {names[1]} must share dtype and device; got {v1.dtype}/{v1.device} and "
-                         f"{v2.dtype}/{v2.device}.")
+    check_same(names, v1, v2, shape=True)
     if v1.shape[0] < 2:
         raise ValueError(f"{names[0]} must hold n >= 2 samples (pairs are needed); got n = {v1.shape[0]}.")
     return v1, v2
@@ -135,8 +130,7 @@ def contrastive_covariance(alpha, a1, a2, b1=None, b2=None, *, convention: str =
     n = a1.shape[0]
     if b1.shape[0] != n:
         raise ValueError(f"a and b must hold the same samples; got n = {n} for a1 and n = {b1.shape[0]} for b1.")
-    if b1.dtype != a1.dtype or b1.device != a1.device:
-        raise ValueError(f"a1 and b1 must share dtype and device; got {a1.dtype}/{a1.device} and {b1.dtype}/{b1.device}.")
+    check_same(("a1", "b1"), a1, b1)
     alpha = _check_alpha(alpha, a1)
     diagonal = convention == "tian2023"
 

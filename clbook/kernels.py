@@ -26,7 +26,7 @@ import warnings
 
 import torch
 
-from ._validate import as_tensor, check_int, check_nonnegative, check_positive, check_tensor
+from ._validate import as_tensor, check_int, check_nonnegative, check_positive, check_same, check_tensor
 
 __all__ = [
     "gaussian_alpha", "uniform_alpha", "multi_indices", "gaussian_log_features", "gaussian_features",
@@ -211,9 +211,7 @@ def log_kernel_from_features(log_a, log_b) -> torch.Tensor:
     if bool(torch.isnan(log_a).any()) or bool(torch.isnan(log_b).any()) or bool(torch.isposinf(log_a).any()) \
             or bool(torch.isposinf(log_b).any()):
         raise ValueError("log_a and log_b must be logarithms of non-negative features: no NaN and no +inf (-inf is a zero).")
-    if log_a.dtype != log_b.dtype or log_a.device != log_b.device:
-        raise ValueError(f"log_a and log_b must share dtype and device; got {log_a.dtype}/{log_a.device} and "
-                         f"{log_b.dtype}/{log_b.device}.")
+    check_same(("log_a", "log_b"), log_a, log_b)
     if log_a.shape[1] != log_b.shape[1]:
         raise ValueError(f"log_a and log_b need the same number of features; got {log_a.shape[1]} and {log_b.shape[1]}.")
     return torch.logsumexp(log_a.unsqueeze(1) + log_b.unsqueeze(0), dim=2)

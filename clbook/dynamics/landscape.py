@@ -128,9 +128,9 @@ def predict(Wp: torch.Tensor, H: torch.Tensor, *, bias=None) -> torch.Tensor:
 
 def _pair(u, v, names=("u", "v")):
     u, v = check_tensor(names[0], u), check_tensor(names[1], v)
-    if u.shape != v.shape or u.ndim < 2:
-        raise ValueError(f"{names[0]} and {names[1]} must be paired representations [..., n, m] of one shape; "
-                         f"got {list(u.shape)} and {list(v.shape)}.")
+    check_same(names, u, v, shape=True)
+    if u.ndim < 2:
+        raise ValueError(f"{names[0]} and {names[1]} must be paired representations [..., n, m]; got {list(u.shape)}.")
     if u.shape[-2] < 1 or u.shape[-1] < 1:
         raise ValueError(f"{names[0]} must hold n >= 1 samples of m >= 1 features; got {list(u.shape)}.")
     check_same(names, u, v)

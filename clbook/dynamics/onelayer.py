@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import activations
-from .._validate import check_choice, check_int, check_nonnegative, check_positive, check_real, check_tensor
+from .._validate import check_choice, check_int, check_nonnegative, check_positive, check_real, check_same, check_tensor
 
 __all__ = [
     "ACTIVATIONS", "activation", "activation_derivative", "homogeneity_degree", "gated_inputs", "gated_covariance",
@@ -138,7 +138,8 @@ def gated_covariance(W, atoms, probs=None, *, activation: str = "relu", slope: f
 
 def _check_views(x1, x2, alpha) -> tuple[torch.Tensor, torch.Tensor]:
     x1, x2 = check_tensor("x1", x1, ndim=2), check_tensor("x2", x2, ndim=2)
-    if x1.shape != x2.shape or x1.shape[0] < 2:
+    check_same(("x1", "x2"), x1, x2, shape=True)
+    if x1.shape[0] < 2:
         raise ValueError(f"x1 and x2 must be the two views [N >= 2, d] of one batch; got x1 {tuple(x1.shape)} and x2 {tuple(x2.shape)}.")
     alpha = check_tensor("alpha", alpha, ndim=2)
     if alpha.shape != (x1.shape[0],) * 2:

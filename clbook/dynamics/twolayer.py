@@ -31,7 +31,17 @@ from dataclasses import dataclass
 import torch
 
 from .. import activations
-from .._validate import as_tensor, check_choice, check_in_range, check_int, check_nonnegative, check_positive, check_real, check_tensor
+from .._validate import (
+    as_tensor,
+    check_choice,
+    check_in_range,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_real,
+    check_same,
+    check_tensor,
+)
 
 __all__ = [
     "gated_inputs", "lemma4_rhs", "LatentTokens", "make_latent_tokens", "population_terms", "PopulationTerms",
@@ -56,8 +66,7 @@ def gated_inputs(W: torch.Tensor, x: torch.Tensor, activation: str = "relu") -> 
     W, x = check_tensor("W", W), check_tensor("x", x)
     if W.ndim != 3 or x.ndim != 3 or x.shape[1:] != (W.shape[0], W.shape[2]):
         raise ValueError(f"need W [K, M, d] and x [n, K, d]; got W of shape {tuple(W.shape)} and x of shape {tuple(x.shape)}.")
-    if W.dtype != x.dtype:
-        raise ValueError(f"W and x must share a dtype; got {W.dtype} and {x.dtype}.")
+    check_same(("W", "x"), W, x)
     pre = torch.einsum("kmd,nkd->nkm", W, x)
     return x.unsqueeze(2) * _hprime(pre, activation).unsqueeze(-1)
 
@@ -103,8 +112,7 @@ def lemma4_rhs(W: torch.Tensor, V: torch.Tensor, x1: torch.Tensor, x2: torch.Ten
     V = check_tensor("V", V)
     if V.ndim != 2 or V.shape[1] != K * M:
         raise ValueError(f"V must have shape [out, K*M = {K * M}]; got {tuple(V.shape)}.")
-    if x2.shape != x1.shape:
-        raise ValueError(f"x1 and x2 must have the same shape [n, K, d]; got {tuple(x1.shape)} and {tuple(x2.shape)}.")
+    check_same(("x1", "x2"), x1, x2, shape=True)
     f1 = torch.einsum("nkmd,kmd->nkm", g1, W).reshape(len(x1), -1)
     f2 = torch.einsum("nkmd,kmd->nkm", g2, W).reshape(len(x2), -1)
     if bn:  # constants (the batch mean) drop out of C_alpha; only the scale 1/sigma remains (Lemma 6)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import activations
-from .._validate import check_choice, check_int, check_positive
+from .._validate import check_choice, check_int, check_positive, check_same
 from ..linalg import haar_orthonormal, single_thread
 from .ssl import setup_tensor, view_tensors
 from .stiefel import projected_step_unchecked
@@ -298,8 +298,8 @@ def train_pair(x, x_pos, x_neg, *, h: int, z: int = 1, activation: str = "tanh",
 def gap(u_nonlinear, u_linear) -> torch.Tensor:
     r"""Mean over anchors of :math:`\|u^\phi_t(x_i) - u^{\mathbb I}_t(x_i)\|` for outputs ``[..., n, z]`` of one shape."""
     u_nonlinear, u_linear = setup_tensor("u_nonlinear", u_nonlinear), setup_tensor("u_linear", u_linear)
-    if u_nonlinear.shape != u_linear.shape or u_linear.ndim < 2 or min(u_linear.shape[-2:]) < 1:
-        raise ValueError(f"u_nonlinear and u_linear must share one shape [..., n, z] with n, z >= 1; got "
-                         f"{tuple(u_nonlinear.shape)} and {tuple(u_linear.shape)}.")
+    check_same(("u_nonlinear", "u_linear"), u_nonlinear, u_linear, shape=True)
+    if u_linear.ndim < 2 or min(u_linear.shape[-2:]) < 1:
+        raise ValueError(f"u_nonlinear and u_linear must have shape [..., n, z] with n, z >= 1; got {tuple(u_linear.shape)}.")
     return torch.linalg.vector_norm(u_nonlinear - u_linear, dim=-1).mean(dim=-1)
 
