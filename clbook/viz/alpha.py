@@ -55,7 +55,8 @@ def member_weights(names=("InfoNCE", "Triplet", "Modified triplet", "Quadratic")
     check_positive("temperature", temperature)
     check_nonnegative("eps", eps)
     check_int("n", n, 2, 1024)
-    fig, axes = figure(ncols=len(names), width=2.6 * len(names), height=2.6, sharex=True)
+    fig, axes = figure(ncols=len(names), width=2.6 * len(names), height=2.6, sharex=True,
+                       margins={"wspace": 0.5})
     axes = np.atleast_1d(axes)
     for ax, name in zip(axes, names, strict=True):
         d, a = anchor_profile(name, temperature, eps, n, normalize)
@@ -105,7 +106,7 @@ def rules(temperature: float = 0.5, power: float = 4.0, n: int = 128, gamma: flo
                "inverse (code)": alpha.inverse_distance_weights(d, temperature=temperature),
                f"r_s, τ = {temperature_rs:g}": alpha.sparsemax_weights(d, temperature=temperature_rs)}
     order = torch.argsort(d[0, 1:])
-    fig, ax = figure(width=6.4, height=3.4)
+    fig, ax = figure(width=6.4, height=3.4, margins=True)
     for name, A in weights.items():
         ax.plot(_np(d[0, 1:][order]), (n - 1) * _np(A[0, 1:][order]), label=name, lw=1.6)
     ax.set_yscale("symlog", linthresh=1e-2)

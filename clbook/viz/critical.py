@@ -40,7 +40,7 @@ def stability_panel(sigma: float = 0.5, weight3: float = 0.4):
     mix = critical.three_clusters(sigma, weights=(0.5 * (1 - weight3), 0.5 * (1 - weight3), weight3))
     theta = torch.linspace(-math.pi, math.pi, 721, dtype=torch.float64)[:-1]
     E = critical.mixture_landscape(theta, mix)
-    fig, ax = figure(width=6.4, height=3.0)
+    fig, ax = figure(width=6.4, height=3.0, margins=True)
     ax.plot((theta / math.pi).numpy(), E.cpu().numpy())
     A_fn = lambda v: critical.mixture_gated_covariance(v, mix)  # noqa: E731
     for i in onelayer.periodic_local_maxima(E).tolist():
@@ -64,7 +64,7 @@ def power_iteration_panel(eta: float = 0.1, shift: float = 0.0, init_noise: floa
     A_fn = lambda v: onelayer.gated_covariance(v, model.atoms, model.probs)  # noqa: E731
     g = randn(8, 8, generator=generator(6), device=U.device, dtype=U.dtype)
     runs = [critical.power_iteration(U[:, m] + init_noise * g[m], A_fn, steps=int(steps), shift=shift) for m in range(8)]
-    fig, ax = figure(width=6.4, height=3.0)
+    fig, ax = figure(width=6.4, height=3.0, margins={"top": 0.35})
     plot_discrepancies(runs, ax=ax)
     conv = sum(float(r.discrepancy[-1]) < 1e-12 for r in runs)
     cyc = sum(r.cycle > 0 for r in runs)

@@ -15,14 +15,15 @@ from . import figure
 __all__ = ["figure2", "figure2_panel", "PANEL", "PANELS"]
 
 
-def figure2(result, *, start: int = 0):
+def figure2(result, *, start: int = 0, margins=None):
     r"""A :class:`~clbook.dynamics.deeplinear.TrainResult` as the paper's Fig. 2: left, :math:`\mathcal E/\lambda_{\max}`
-    against steps; right, :math:`\sigma_1` (solid) and :math:`\sigma_2` (dashed) of every layer. Returns the figure."""
+    against steps; right, :math:`\sigma_1` (solid) and :math:`\sigma_2` (dashed) of every layer. ``margins``: as for
+    :func:`clbook.viz.figure` (a panel's fixed margins). Returns the figure."""
     if not isinstance(result, dl.TrainResult):
         raise TypeError(f"result must be a clbook.dynamics.deeplinear.TrainResult; got {type(result).__name__}.")
     if not 0 <= start < result.energy.shape[1]:
         raise ValueError(f"start must index one of the {result.energy.shape[1]} starts; got start = {start}.")
-    fig, (ax1, ax2) = figure(ncols=2, width=9.0, height=3.4)
+    fig, (ax1, ax2) = figure(ncols=2, width=9.0, height=3.4, margins=margins)
     ax1.plot(result.steps, result.energy[:, start])
     ax1.axhline(1.0, color="#555555", lw=1, ls=":")
     ax1.set_xlabel("step")
@@ -47,7 +48,7 @@ def figure2_panel(depth: int = 5, width: int = 8, gap: float = 1.0, augmentation
     [0.01, 0.6]. Returns the figure.
     """
     return figure2(dl.figure2_data(depth=depth, width=width, gap=gap, augmentation=augmentation, eta=eta,
-                                   layer_scaled=layer_scaled)[0])
+                                   layer_scaled=layer_scaled)[0], margins=True)
 
 
 def _controls() -> dict:

@@ -71,7 +71,7 @@ def phase(keep: float = 0.8, sparsity: float = 0.5, bias: float = 0.3, delta: fl
                            eta=1.0 / s, inner_steps=25, rounds=rounds)
     off, diag, regime = _np(run.offdiag), _np(run.diag), _np(run.regime).astype(bool)
     pred = off[0] * np.concatenate([[1.0], np.cumprod(s / np.maximum(diag[:-1] - bias, 1e-12))])
-    fig, (ax0, ax1) = figure(ncols=2, width=8.4, height=3.2)
+    fig, (ax0, ax1) = figure(ncols=2, width=8.4, height=3.2, margins=True)
     bb = np.linspace(0, 0.95, 50)
     ax0.fill_between(bb, 0, 1 - bb, color="C2", alpha=0.15, label="contracts")
     ax0.fill_between(bb, 1 - bb, 1, color="C3", alpha=0.15, label="grows")

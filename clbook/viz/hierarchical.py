@@ -103,7 +103,7 @@ def explore(activation: str = "relu", beta: int = 5, candidates: int = 3, zeta: 
     that an update stays near a second), ``zeta`` in [1, 10], ``steps`` in [50, 300]. Returns the figure."""
     result = hx.train([hx.Variant(activation, "infonce", bn)], [1], beta=beta, candidates=candidates, zeta=zeta,
                       steps=steps, dtype=torch.float32)
-    fig, ax = figure(width=4.6, height=3.0)
+    fig, ax = figure(width=4.6, height=3.0, margins={"left": 0.6, "top": 0.35})
     used = hg.make_worlds([1], candidates_per_position=candidates).used_tokens()[0, 0]
     plot_filters(result.filters[0, 0, 0], used=used, ax=ax)
     plus, minus = result.chi_plus[0][0], result.chi_minus[0][0]

@@ -37,7 +37,7 @@ def psd_panel(n: int = 64, noise: float = 1.0):
     r"""Chapter 5's panel: the distribution of :math:`\lambda_{\min}(\mathbb C^{(N)}_\alpha[x])` over 100 batches of size
     ``n`` in [4, 512] with augmentation noise ``noise`` in [0, 2] (uniform :math:`\alpha`, the data of :data:`SCALES`).
     Returns the figure."""
-    fig, ax = figure(width=5.6, height=3.0)
+    fig, ax = figure(width=5.6, height=3.0, margins={"top": 0.35})
     values = batch_min_eigenvalues(int(n), 100, scales=SCALES, noise=noise, generator=generator(1))
     plot_min_eigenvalues(values, limit=min(SCALES) ** 2, ax=ax)
     return fig

@@ -38,7 +38,7 @@ def valley(keep: float = 0.5, d: int = 10, seed: int = 0, n: int = 120):
                 "collapsed": torch.full((4, d, d), d**-0.5, device=device, dtype=dtype),
                 "signed": linalg.unit_columns(randn(n, d, d, generator=gen))}
     eye = torch.eye(d, device=device, dtype=dtype)
-    fig, ax = figure(width=5.6, height=3.3)
+    fig, ax = figure(width=5.6, height=3.3, margins=True)
     for name, W in families.items():
         x = maxcos.max_cosine_summary(W, eye).minimum.detach().cpu().numpy()
         ax.scatter(x, landscape.ncl_onehot(W, keep=keep).detach().cpu().numpy(), s=12, label=name)

@@ -65,7 +65,7 @@ def patterns_panel(num_patterns: int = 6, q: float = 0.2, activation: str = "rel
     W0 = randn(int(nodes), M, generator=generator(12))
     res = onelayer.projected_ascent(W0, model.atoms, model.probs, activation=activation, step=1.0, max_steps=200)
     assignment, counts = onelayer.match_patterns(res.W, U, signed=activation in ("relu", "leaky_relu"))
-    fig, ax = figure(width=5.6, height=3.0)
+    fig, ax = figure(width=5.6, height=3.0, margins={"top": 0.35})
     plot_pattern_counts({activation: counts}, ax=ax)
     ax.set_title(f"{activation}: {int((counts > 0).sum())}/{M} patterns, {int((assignment < 0).sum())} nodes elsewhere", fontsize=9)
     return fig

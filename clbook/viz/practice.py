@@ -36,12 +36,13 @@ def explore(model: str = "NCL-basic", sparsity: float = 0.2, warm_c: float = 0.0
     res = lx.train(model, sparsities=[sparsity], seeds=[seed], p=p, d=d, m=m, n=256, batch=128, epochs=epochs, lr=0.1, keep=keep,
                    scheme=scheme, warm=p ** (-warm_c / 2) if warm_c > 0 else None, aligned=aligned,
                    normalize=None if normalize == "none" else normalize, record=max(epochs // 15, 1))
-    fig, ax = figure(width=5.6, height=3.2)
+    fig, ax = figure(width=5.6, height=3.2, margins={"top": 0.35})
     for key, values in (("maximum", res.maximum), ("median", res.median), ("minimum", res.minimum)):
         ax.plot(res.epochs, [v[0] for v in values], marker="o", ms=3, label=key)
     ax.axhline(maxcos.chance_level(p, d, m).minimum, color="0.5", ls="--", lw=0.8, label="chance (min)")
     start = f"warm c = {warm_c:g}" + (", aligned" if aligned else "") if warm_c > 0 else "random init"
-    ax.set(xlabel="epoch", ylabel="max-cosine", ylim=(0, 1.02), title=f"{model}, Pr(sparse) = {sparsity:g}, {scheme} masks, {start}")
+    ax.set(xlabel="epoch", ylabel="max-cosine", ylim=(0, 1.02))
+    ax.set_title(f"{model}, Pr(sparse) = {sparsity:g}, {scheme} masks, {start}", fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
     return fig
 

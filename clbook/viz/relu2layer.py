@@ -67,14 +67,15 @@ def mode_wins(wins, diagonal):
     return fig
 
 
-def fig3(problem, run, *, start: int = 0):
+def fig3(problem, run, *, start: int = 0, margins=None):
     r"""The paper's Fig. 3: heat maps of the converged :math:`W_1` and :math:`W_2^\top W_2` of ``run`` (a
     :class:`~clbook.dynamics.relu2layer.StickyRun` on ``problem``, a :class:`~clbook.dynamics.relu2layer.Problem`).
 
     The title reports :math:`\max_m X_{mm}` and :math:`\lambda_{\max}(X_\alpha)` (both divided by the largest entry
-    of :math:`|X_\alpha|`), the energy and the numerical rank of :math:`W_1`. Returns the figure.
+    of :math:`|X_\alpha|`), the energy and the numerical rank of :math:`W_1`. ``margins``: as for
+    :func:`clbook.viz.figure` (a panel's fixed margins). Returns the figure.
     """
-    fig, (a1, a2) = figure(ncols=2, width=7.2, height=3.2)
+    fig, (a1, a2) = figure(ncols=2, width=7.2, height=3.2, margins=margins)
     w1 = _np(run.W1[start])
     gram = _np(run.W2[start].T @ run.W2[start])
     im1 = a1.imshow(w1, cmap="viridis", aspect="auto")
@@ -105,7 +106,7 @@ def fig3_panel(gamma_low: float = 0.05, gamma_high: float = 4.0, modes: int = 8,
     check_int("hidden", hidden, 1, 16)
     check_int("seed", seed, 0, 20)
     problem, run = r2.fig3_run(gamma_low, gamma_high, modes, hidden, seed)
-    return fig3(problem, run)
+    return fig3(problem, run, margins={"left": 0.6, "right": 0.45, "top": 0.35, "wspace": 0.7})
 
 
 def _controls() -> dict:

@@ -38,7 +38,8 @@ def testbed(sparsity: float = 0.2, masking: float = 0.5, noise: float = 0.15, sc
     image = torch.cat([t for blk in blocks for t in (blk, gap)][:-1], dim=1).detach().cpu().numpy()
     widths = [blk.shape[1] for blk in blocks]
     starts = [sum(widths[:k]) + k for k in range(4)]
-    fig, axes = figure(ncols=2, width=11.0, height=2.8, gridspec_kw={"width_ratios": [4.5, 1]})
+    fig, axes = figure(ncols=2, width=11.0, height=2.8, gridspec_kw={"width_ratios": [4.5, 1]},
+                       margins={"left": 0.65, "bottom": 0.55})
     lim = max(float(data.X.abs().max()), 1.0) * (2 if scheme == "dependent" else 1)
     axes[0].imshow(image, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
     axes[0].set_xticks([s0 + (w - 1) / 2 for s0, w in zip(starts, widths, strict=True)],

@@ -46,14 +46,15 @@ def moons_run(C, *, constraint: str, z: int, seed: int, steps: int, h: int = 10,
     return ssl.gd_two_layer(W1, W2, C, eta=eta, steps=steps, constraint=constraint, blowup=1e10)
 
 
-def fig1(runs: dict, anchors):
+def fig1(runs: dict, anchors, *, margins=None):
     r"""Our Fig. 1: ``runs`` maps ``(constraint, seed)`` to a :class:`~clbook.dynamics.ssl.GDResult` (``z = 1``).
 
     Left, the loss of every run (symmetric log scale; a diverging run leaves the plot); right, the outputs
     :math:`u_t(x) = x^\top W_1^\top W_2` of the ``anchors [k, d]`` for the orthogonal and unconstrained runs.
+    ``margins``: as for :func:`clbook.viz.figure` (a panel's fixed margins).
     """
     anchors = torch.as_tensor(anchors)
-    fig, (a1, a2) = figure(ncols=2, width=9.0, height=3.2)
+    fig, (a1, a2) = figure(ncols=2, width=9.0, height=3.2, margins=margins)
     names = list(dict.fromkeys(c for c, _ in runs))
     labelled = set()
     for (c, _), r in runs.items():
@@ -85,7 +86,7 @@ def fig1_panel(variance: float = 0.1, n: int = 200, constraint: str = "orthogona
     C = ssl.trace_matrix(x, xp, xn)
     runs = {(c, s): moons_run(C, constraint=c, z=1, seed=s, steps=steps)
             for c in dict.fromkeys(("none", constraint)) for s in range(3)}
-    return light_log_ticks(fig1(runs, x[:5]))
+    return light_log_ticks(fig1(runs, x[:5], margins={"left": 0.8}))
 
 
 def _controls() -> dict:

@@ -67,7 +67,7 @@ def theorem3_panel(lam1: float = -0.5, q0_norm: float = 0.3, width: int = 50, et
     steps = int(round(6 / eta))
     run = st.train(*st.embed_weights(q0[:, None], int(width), generator=generator(0)), torch.diag(lam), eta=eta, steps=steps)
     ode = _ode(float(lam1), float(q0_norm), str(torch.get_default_device()))
-    fig, (ax_n, ax_c) = figure(ncols=2, width=9.0, height=3.0)
+    fig, (ax_n, ax_c) = figure(ncols=2, width=9.0, height=3.0, margins=True)
     ax_n.plot(run.t.cpu(), torch.linalg.matrix_norm(run.M).cpu(), label="GD (Eq. 11)")
     if ode is not None:
         ax_n.plot(ode.t.cpu(), torch.linalg.matrix_norm(ode.q).cpu(), ls="--", label="ODE (Eq. 9)")

@@ -20,7 +20,7 @@ def basin_panel(dim: int = 5, b: float = 0.5, samples: int = 1000):
     :math:`c\in[0, 2]`; right: Eq. 155 against :math:`\epsilon` (:func:`~clbook.dynamics.twolayer.win_probability`).
     ``dim`` in [2, 20], ``b`` in [0.1, 2], ``samples`` in [200, 2000]. Returns the figure."""
     cs = torch.linspace(0, 2, 9, dtype=torch.float64).tolist()
-    fig, (ax1, ax2) = figure(ncols=2, width=8.0, height=3.0)
+    fig, (ax1, ax2) = figure(ncols=2, width=8.0, height=3.0, margins=True)
     ax1.plot(cs, [tl.sphere_basin_fraction(dim, c, b=b, samples=samples, steps=200, dt=0.075) for c in cs], marker="o", ms=3)
     ax1.axhline(1 / dim, color="0.6", ls="--", lw=0.8, label="1/dim")
     ax1.set(xlabel="modulation c", ylabel="fraction reaching +u₁")

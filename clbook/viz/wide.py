@@ -33,7 +33,7 @@ def gap_panel(activation: str = "tanh", x_norm: float = 3.0, d: int = 10, h: flo
     v = x_norm * v / v.norm()
     hs = [w for w in WIDTHS if w >= max(d, 2)]
     rs = [wide.init_gap(w, v, activation=activation, reps=5, generator=g) for w in hs]
-    fig, ax = figure(width=5.6, height=3.2)
+    fig, ax = figure(width=5.6, height=3.2, margins={"left": 0.5})
     ax.loglog(hs, [float(r.gap.mean()) for r in rs], "o-", label="‖u^φ − u^I‖")
     ax.loglog(hs, [float(r.eps.mean()) for r in rs], "s--", label="‖ε‖")
     if math.isfinite(wide.CURVATURE[activation]) and activation not in ("sigmoid", "linear"):
