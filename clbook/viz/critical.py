@@ -7,6 +7,7 @@ Compute lives in :mod:`clbook.dynamics.critical`; this module draws. Both panels
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 
@@ -54,16 +55,45 @@ def stability_panel(sigma: float = 0.5, weight3: float = 0.4):
     return fig
 
 
+class _Run(NamedTuple):
+    W: torch.Tensor
+    discrepancy: torch.Tensor
+    cycle: int
+
+
+def _power_iterations(W0, A_fn, *, steps: int, shift: float, cycle_tol: float = 1e-12) -> list[_Run]:
+    r"""Eq. PI from every row of ``W0 [K, d]`` at once (``A_fn`` maps ``[K, d]`` to ``[K, d, d]``): the map, the
+    discrepancies and the cycle rule of :func:`clbook.dynamics.critical.power_iteration`, one batched :math:`A(w)` per
+    step, without the eigen-decomposition behind its diagnostics :math:`c_t` and gaps (the panel draws neither)."""
+    W = W0 / torch.linalg.vector_norm(W0, dim=1, keepdim=True)
+    Ws = [W]
+    with torch.no_grad():
+        for _ in range(steps):
+            V = (A_fn(W) @ W.unsqueeze(2)).squeeze(2) + shift * W
+            W = V / torch.linalg.vector_norm(V, dim=1, keepdim=True)
+            Ws.append(W)
+    T = torch.stack(Ws, dim=1)                                          # [K, steps + 1, d]
+    disc = torch.linalg.vector_norm(T[:, 1:] - T[:, :-1], dim=2)        # [K, steps]
+    back = torch.linalg.vector_norm(T[:, -1:] - T, dim=2).flip(1)       # [K, steps + 1]: ||w(T) - w(T - p)||
+    runs = []
+    for k in range(T.shape[0]):
+        periods = [p for p in range(2, min(50, steps) + 1) if float(back[k, p]) < cycle_tol]
+        cycle = periods[0] if periods and float(disc[k, -1]) >= cycle_tol else 0
+        runs.append(_Run(T[k], disc[k], cycle))
+    return runs
+
+
 def power_iteration_panel(eta: float = 0.1, shift: float = 0.0, init_noise: float = 0.0, steps: int = 100):
     r"""Chapter 8's panel: power iteration (Eq. PI, shift ``shift`` in [0, 3]) on the latent summation model with
     :math:`M = d = 8`, :math:`q = 0.2` and patterns :func:`~clbook.dynamics.critical.perturbed_patterns` by ``eta`` in
     [0, 0.5], from :math:`w(0) = u_m + \epsilon g_m` (``init_noise`` :math:`\epsilon` in [0, 1]), ``steps`` in [10, 300];
-    counts the runs that converge, cycle or end near their :math:`u_m`. Returns the figure."""
+    counts the runs that converge, cycle or end near their :math:`u_m`. The eight runs iterate together (the map and
+    the counts of :func:`~clbook.dynamics.critical.power_iteration`, batched). Returns the figure."""
     U = critical.perturbed_patterns(8, eta, generator=generator(5))
     model = latent.latent_summation(U, 0.2)
-    A_fn = lambda v: onelayer.gated_covariance(v, model.atoms, model.probs)  # noqa: E731
+    A_fn = lambda W: onelayer.gated_covariance(W, model.atoms, model.probs)  # noqa: E731
     g = randn(8, 8, generator=generator(6), device=U.device, dtype=U.dtype)
-    runs = [critical.power_iteration(U[:, m] + init_noise * g[m], A_fn, steps=int(steps), shift=shift) for m in range(8)]
+    runs = _power_iterations(U.T + init_noise * g, A_fn, steps=int(steps), shift=shift)
     fig, ax = figure(width=6.4, height=3.0, margins={"top": 0.35})
     plot_discrepancies(runs, ax=ax)
     conv = sum(float(r.discrepancy[-1]) < 1e-12 for r in runs)
