@@ -7,7 +7,8 @@ generator, then moved to the device of :func:`clbook.setup`, so samples do not d
   manifold), batched;
 * :func:`retract`: back to the Stiefel manifold, QR (signs fixed) or polar;
 * :func:`stiefel_error`: :math:`\max|W^\top W - I|`;
-* :func:`unit_rows`, :func:`unit_columns`: :math:`\ell_2` normalisation with a floor on the norm;
+* :func:`unit_rows`, :func:`unit_columns`, :func:`unit_frobenius`: the normalisation family (rows, columns, the
+  whole matrix), with a floor on the norm; :func:`normalise_unchecked` the same without checks or floor;
 * :func:`single_thread`: a context with one torch thread and one BLAS thread (small problems run faster on one).
 
 Used in Chapters 6-8 (random patterns), 11-13 (Stiefel dynamics) and 14-17 (dictionaries).
@@ -20,7 +21,8 @@ import torch
 
 from ._validate import check_choice, check_int, check_positive, check_tensor
 
-__all__ = ["haar_orthonormal", "retract", "stiefel_error", "unit_rows", "unit_columns", "single_thread", "RETRACTIONS"]
+__all__ = ["haar_orthonormal", "retract", "stiefel_error", "unit_rows", "unit_columns", "unit_frobenius", "single_thread",
+           "RETRACTIONS"]
 
 RETRACTIONS = ("qr", "polar")
 
@@ -116,6 +118,32 @@ def unit_columns(W: torch.Tensor, *, eps: float = 1e-12) -> torch.Tensor:
         raise ValueError(f"W must be a matrix [..., n, k]; got shape {tuple(W.shape)}.")
     eps = check_positive("eps", eps)
     return W / W.norm(dim=-2, keepdim=True).clamp_min(eps)
+
+
+def unit_frobenius(W: torch.Tensor, *, eps: float = 1e-12) -> torch.Tensor:
+    r"""Each matrix divided by its Frobenius norm (at least ``eps``), on ``[..., n, k]``."""
+    W = check_tensor("W", W, finite=False)
+    if W.ndim < 2:
+        raise ValueError(f"W must be a matrix [..., n, k]; got shape {tuple(W.shape)}.")
+    eps = check_positive("eps", eps)
+    return W / W.pow(2).sum(dim=(-2, -1), keepdim=True).sqrt().clamp_min(eps)
+
+
+NORMALISATIONS = ("rows", "columns", "frobenius")
+
+
+def normalise_unchecked(W: torch.Tensor, over: str) -> torch.Tensor:
+    r"""The ``over`` normalisation (:data:`NORMALISATIONS`) without checks or floor, for the models' loops.
+
+    ``rows``: :math:`w_i/\|w_i\|`; ``columns``: each column over its norm; ``frobenius``: the matrix over
+    :math:`\|W\|_F` (last two axes). The checked forms are :func:`unit_rows`, :func:`unit_columns` and
+    :func:`unit_frobenius`.
+    """
+    if over == "rows":
+        return W / W.norm(dim=-1, keepdim=True)
+    if over == "columns":
+        return W / W.norm(dim=-2, keepdim=True)
+    return W / W.pow(2).sum(dim=(-2, -1), keepdim=True).sqrt()
 
 
 @contextlib.contextmanager

@@ -80,7 +80,7 @@ def three_clusters(sigma: float, *, weights=(0.3, 0.3, 0.4), angles=(0.0, 120.0,
     return _check_mixture(Mixture(scale * torch.stack([torch.cos(a), torch.sin(a)], 1), w / w.sum(), sigma * scale))
 
 
-def _unit(w, name: str = "w") -> torch.Tensor:
+def _unit_vector(w, name: str = "w") -> torch.Tensor:
     w = check_tensor(name, w, ndim=1)
     n = torch.linalg.vector_norm(w)
     if float(n.detach()) == 0:
@@ -110,7 +110,7 @@ def mixture_gated_covariance(w, mix: Mixture, *, activation: str = "relu") -> to
     """
     if activation not in ("relu", "linear"):
         raise ValueError(f"activation must be 'relu' or 'linear'; got activation = {activation!r}.")
-    w = _unit(w)
+    w = _unit_vector(w)
     mix = _check_mixture(mix, w)
     m, p, s = mix.means, mix.weights, mix.sigma
     d = m.shape[1]
@@ -134,7 +134,7 @@ def mixture_plane_moment(w, mix: Mixture) -> torch.Tensor:
 
         B = \sum_k\pi_k\frac{\varphi(c_k)}{\sigma}(Pm_km_k^\top P + \sigma^2P),\qquad P = I - ww^\top.
     """
-    w = _unit(w)
+    w = _unit_vector(w)
     mix = _check_mixture(mix, w)
     P = _eye(w.shape[0], w) - torch.outer(w, w)
     pm = mix.means @ P
@@ -148,7 +148,7 @@ def mixture_mean_output(w, mix: Mixture) -> torch.Tensor:
 
     .. math:: \mathbb E[\mathrm{relu}(w^\top x)] = \sum_k\pi_k(a_k\Phi(a_k/\sigma) + \sigma\varphi(a_k/\sigma)),\quad a_k = w^\top m_k.
     """
-    w = _unit(w)
+    w = _unit_vector(w)
     mix = _check_mixture(mix, w)
     a = mix.means @ w
     Phi, phi = _std(a / mix.sigma)
@@ -161,7 +161,7 @@ def mixture_z0(w, mix: Mixture, *, temperature: float) -> torch.Tensor:
     For :math:`s\sim\mathcal N(a, \sigma^2)`: :math:`\mathbb E[e^{-s^2/2\tau}\mathbb 1(s>0)] = \sqrt{\tau/(\tau+\sigma^2)}\,
     e^{-a^2/2(\tau+\sigma^2)}\,\Phi(a\sqrt{\tau}/(\sigma\sqrt{\tau+\sigma^2}))`.
     """
-    w = _unit(w)
+    w = _unit_vector(w)
     mix = _check_mixture(mix, w)
     tau = check_positive("temperature", temperature)
     a = mix.means @ w
@@ -178,7 +178,7 @@ def mixture_gaussian_factor(w, mix: Mixture, *, temperature: float) -> torch.Ten
     :math:`s'\sim\mathcal N(a\tau/(\tau+\sigma^2), \tau\sigma^2/(\tau+\sigma^2))` and
     :math:`\kappa = \sqrt{\tau/(\tau+\sigma^2)}\,e^{-a^2/2(\tau+\sigma^2)}`.
     """
-    w = _unit(w)
+    w = _unit_vector(w)
     mix = _check_mixture(mix, w)
     tau = check_positive("temperature", temperature)
     a = mix.means @ w
@@ -191,7 +191,7 @@ def mixture_gaussian_factor(w, mix: Mixture, *, temperature: float) -> torch.Ten
 
 def plane_density_max_2d(w, mix: Mixture, *, half_width: float = 4.0, points: int = 8001) -> float:
     r"""Thm 2's :math:`r = \max_{w^\top x = 0}p(x)` for uniform :math:`\alpha` in 2-D, on a grid of the line :math:`x = t\,w^\perp`."""
-    w = _unit(w)
+    w = _unit_vector(w)
     mix = _check_mixture(mix, w)
     if mix.means.shape[1] != 2:
         raise ValueError(f"plane_density_max_2d needs 2-D data; got mix.means of shape {tuple(mix.means.shape)}.")
@@ -233,7 +233,7 @@ def tangent_basis(w) -> torch.Tensor:
 
     ``w [d]``, non-zero, ``d >= 2``.
     """
-    w = _unit(w)
+    w = _unit_vector(w)
     if w.shape[0] < 2:
         raise ValueError(f"w must have d >= 2 entries for a tangent space; got d = {w.shape[0]}.")
     P = _eye(w.shape[0], w) - torch.outer(w, w)
@@ -265,7 +265,7 @@ def stability_report(w, A_fn) -> StabilityReport:
     ``w [d]`` (``d >= 2``, normalised here) should be a critical point; ``A_fn(w)`` returns :math:`A(w)` ``[d, d]``,
     differentiable in ``w`` (e.g. :func:`mixture_gated_covariance`). Use float64.
     """
-    w = _unit(w).detach()
+    w = _unit_vector(w).detach()
     Q = tangent_basis(w)
     A = _A_at(A_fn, w).detach()
     ev, evec = torch.linalg.eigh(A)
@@ -290,7 +290,7 @@ def find_critical(w0, A_fn, *, step: float = 2.0, max_steps: int = 4000, tol: fl
     step = check_positive("step", step)
     max_steps = check_int("max_steps", max_steps, 1)
     tol = check_positive("tol", tol)
-    w = _unit(w0, "w0").detach()
+    w = _unit_vector(w0, "w0").detach()
     _check_A_fn(A_fn)
     with single_thread(), torch.no_grad():
         for _ in range(max_steps):
@@ -315,7 +315,7 @@ def perturb_and_return(w_star, A_fn, *, eps: float, directions: int, generator: 
     if eps >= 1:
         raise ValueError(f"eps must lie in (0, 1) (a kick on the unit sphere); got eps = {eps}.")
     step = check_positive("step", step)
-    w_star = _unit(w_star, "w_star").detach()
+    w_star = _unit_vector(w_star, "w_star").detach()
     _check_A_fn(A_fn)
     Q = tangent_basis(w_star)
     g = randn(directions, Q.shape[1], generator=generator, device=w_star.device, dtype=w_star.dtype)
@@ -356,7 +356,7 @@ def power_iteration(w0, A_fn, *, steps: int = 100, shift: float = 0.0, cycle_tol
     steps = check_int("steps", steps, 1)
     shift = check_nonnegative("shift", shift)
     cycle_tol = check_positive("cycle_tol", cycle_tol)
-    w = _unit(w0, "w0").detach()
+    w = _unit_vector(w0, "w0").detach()
     if w.shape[0] < 2:
         raise ValueError(f"w0 must have d >= 2 entries (the gap needs two eigenvalues); got d = {w.shape[0]}.")
     _check_A_fn(A_fn)
@@ -506,7 +506,7 @@ def gaussian_alpha_covariance(w, w_alpha, nodes, weights, *, temperature: float,
                          f"{tuple(weights.shape)}.")
     tau = check_positive("temperature", temperature)
     terms = check_int("terms", terms, 1)
-    w, w_alpha = _unit(w), _unit(w_alpha, "w_alpha")
+    w, w_alpha = _unit_vector(w), _unit_vector(w_alpha, "w_alpha")
     if w.shape[0] != nodes.shape[1] or w_alpha.shape[0] != nodes.shape[1]:
         raise ValueError(f"w and w_alpha must have d = {nodes.shape[1]} entries, like the nodes; got {w.shape[0]} and "
                          f"{w_alpha.shape[0]}.")
@@ -562,7 +562,7 @@ def omega_at(w, A_fn) -> float:
 
     From one power-iteration step (local :math:`L`, :math:`\kappa`, see :func:`lemma_terms_along`).
     """
-    w = _unit(w).detach()
+    w = _unit_vector(w).detach()
     with single_thread(), torch.no_grad():
         v = _A_at(A_fn, w) @ w
     return float(lemma_terms_along(torch.stack([w, v / torch.linalg.vector_norm(v)]), A_fn)["omega"][0])

@@ -504,7 +504,7 @@ def normalization_jacobian(x, kind: str = "l2") -> torch.Tensor:
     return (eye - torch.outer(y, y)) / x.norm()
 
 
-def _normalize(f: torch.Tensor, kind: str) -> torch.Tensor:
+def _normalization_layer(f: torch.Tensor, kind: str) -> torch.Tensor:
     if kind == "l2":
         return f / f.norm(dim=1, keepdim=True)
     if kind == "layernorm":
@@ -542,7 +542,7 @@ def normalized_mlp_gradients(kind: str = "l2", *, widths=(8, 12, 10, 9, 6), norm
         for k, W in enumerate(Ws, start=1):
             f = f @ W.T
             if k == norm_after:
-                f = _normalize(f, kind)
+                f = _normalization_layer(f, kind)
             if k < len(Ws):
                 f = h(f)
         return f

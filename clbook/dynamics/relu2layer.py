@@ -38,7 +38,7 @@ from .._validate import check_choice, check_int, check_pair, check_positive, che
 from ..config import generator as make_generator
 from ..config import randn
 from ..data.modes import ModeBatch, orthogonal_modes
-from ..linalg import single_thread
+from ..linalg import normalise_unchecked, single_thread
 
 __all__ = [
     "forward", "energy", "linear_energy", "StickyRun", "sticky_ascent", "ReluRun", "relu_ascent",
@@ -90,11 +90,6 @@ def linear_energy(W1: torch.Tensor, W2: torch.Tensor, X: torch.Tensor) -> torch.
         raise ValueError(f"X must be [..., d, d] with d = {W1.shape[-1]}; got {tuple(X.shape)}.")
     P = W2 @ W1
     return ((P @ X) * P).sum(dim=(-2, -1))
-
-
-def _unit(W: torch.Tensor) -> torch.Tensor:
-    norm = W.pow(2).sum(dim=(-2, -1), keepdim=True).sqrt()
-    return W / norm
 
 
 @dataclass(frozen=True)
@@ -172,7 +167,7 @@ def sticky_ascent(W1, W2, X, *, eta: float, steps: int, sticky: bool = True, tra
         raise ValueError(f"tol must be finite and >= 0; got tol = {tol}.")
     if sticky and bool((W1 < 0).any()):
         raise ValueError("with sticky=True, W1 must be >= 0 (clip it first: Lemma 3 says the clipped net is the same).")
-    W1, W2 = _unit(W1.clone()), _unit(W2.clone())
+    W1, W2 = normalise_unchecked(W1.clone(), "frobenius"), normalise_unchecked(W2.clone(), "frobenius")
     history, traj = [], []
     change = torch.full((W1.shape[0],), math.inf, dtype=W1.dtype, device=W1.device)
     reason, t = "max_steps", 0
@@ -189,8 +184,8 @@ def _sticky_loop(W1, W2, X, eta, steps, sticky, train_top, record_every, keep_tr
         top = W2.transpose(-1, -2) @ W2
         G1 = 2 * top @ W1 @ X
         new1 = W1 + eta * ((W1 > 0).to(W1.dtype) * G1 if sticky else G1)
-        new1 = _unit(new1.clamp_min(0) if sticky else new1)
-        new2 = _unit(W2 + eta * 2 * W2 @ W1 @ X @ W1.transpose(-1, -2)) if train_top else W2
+        new1 = normalise_unchecked(new1.clamp_min(0) if sticky else new1, "frobenius")
+        new2 = normalise_unchecked(W2 + eta * 2 * W2 @ W1 @ X @ W1.transpose(-1, -2), "frobenius") if train_top else W2
         if tol > 0 or t == steps:
             change = torch.maximum((new1 - W1).abs().amax(dim=(-2, -1)), (new2 - W2).abs().amax(dim=(-2, -1)))
         W1, W2 = new1, new2
@@ -325,7 +320,7 @@ def random_start(starts: int, hidden: int, dim: int, out: int, *, seed: int) -> 
     W1 = randn(check_int("starts", starts, minimum=1), check_int("hidden", hidden, minimum=1),
                check_int("dim", dim, minimum=1), generator=gen).abs()
     W2 = randn(starts, check_int("out", out, minimum=1), hidden, generator=gen)
-    return _unit(W1), _unit(W2)
+    return normalise_unchecked(W1, "frobenius"), normalise_unchecked(W2, "frobenius")
 
 
 def fig3_run(gamma_low: float = 0.05, gamma_high: float = 4.0, modes: int = 8, hidden: int = 10, seed: int = 0,

@@ -1,6 +1,6 @@
 r"""Numerically safe building blocks of the losses: unit rows at any finite scale, and overflow that is reported.
 
-:func:`unit_rows` is :math:`h/\|h\|` row by row. When every row norm is a normal number of the dtype well above
+:func:`unit_rows_any_scale` is :math:`h/\|h\|` row by row. When every row norm is a normal number of the dtype well above
 the underflow of its square (:math:`\|h\|\ge\sqrt{\text{tiny}/\varepsilon}`, about :math:`10^{-146}` in float64
 and :math:`10^{-16}` in float32) and finite, it is exactly ``h / h.norm()``. Otherwise (a squared norm that
 overflows or underflows) each row is first multiplied by the power of two :math:`2^{-e}` that brings its largest
@@ -14,7 +14,7 @@ import math
 
 import torch
 
-__all__ = ["unit_rows", "safe_low", "check_finite_result"]
+__all__ = ["unit_rows_any_scale", "safe_low", "check_finite_result"]
 
 
 def safe_low(dtype: torch.dtype) -> float:
@@ -33,7 +33,7 @@ def _pow2_scale(h: torch.Tensor) -> torch.Tensor:
     return h * torch.ldexp(one, half) * torch.ldexp(one, -e - half)
 
 
-def unit_rows(h: torch.Tensor) -> torch.Tensor:
+def unit_rows_any_scale(h: torch.Tensor) -> torch.Tensor:
     r""":math:`h/\|h\|` along the last axis, exact at any finite scale; a zero row stays zero (see the module docstring)."""
     n = h.norm(dim=-1, keepdim=True)
     if h.numel() == 0 or bool(((n >= safe_low(h.dtype)) & (n < math.inf)).all()):

@@ -7,7 +7,7 @@ r"""Non-contrastive losses of the experiments of Pokle, Tian, Li and Risteski (2
             = 2 - \frac2B\sum_{k=1}^B\langle\hat q_k, \mathrm{SG}(\hat t_k)\rangle
 
   (the second form for non-zero rows; it is the one the authors' code computes). Rows are normalised exactly at
-  any finite scale (:func:`clbook.losses._safe.unit_rows`); an all-zero row counts as the zero vector;
+  any finite scale (:func:`clbook.losses._safe.unit_rows_any_scale`); an all-zero row counts as the zero vector;
 * :func:`simsiam_loss`, simplified SimSiam (Chen and He 2021, Eq. 2 with its stop-gradient; the authors'
   ``main_simsiam.py``): :math:`\tfrac12[-\cos(p_1,\mathrm{SG}z_2) - \cos(p_2,\mathrm{SG}z_1)]`, batch-averaged.
 
@@ -19,14 +19,9 @@ from __future__ import annotations
 import torch
 
 from .._validate import check_tensor
-from ._safe import unit_rows
+from ._safe import unit_rows_any_scale
 
 __all__ = ["ncl_loss", "simsiam_loss"]
-
-
-def _unit(h: torch.Tensor) -> torch.Tensor:
-    """Unit rows at any finite scale (a zero row stays zero): :func:`clbook.losses._safe.unit_rows`."""
-    return unit_rows(h)
 
 
 def _check_like(names, tensors):
@@ -47,13 +42,13 @@ def _check_like(names, tensors):
 
 def ncl_loss_unchecked(q, target):
     """:func:`ncl_loss` without the argument checks, for training loops (batched over leading axes)."""
-    return 2 - 2 * (_unit(q) * _unit(target).detach()).sum(-1).mean(-1)
+    return 2 - 2 * (unit_rows_any_scale(q) * unit_rows_any_scale(target).detach()).sum(-1).mean(-1)
 
 
 def simsiam_loss_unchecked(p1, p2, z1, z2):
     """:func:`simsiam_loss` without the argument checks, for training loops (batched over leading axes)."""
-    c1 = (_unit(p1) * _unit(z2).detach()).sum(-1).mean(-1)
-    c2 = (_unit(p2) * _unit(z1).detach()).sum(-1).mean(-1)
+    c1 = (unit_rows_any_scale(p1) * unit_rows_any_scale(z2).detach()).sum(-1).mean(-1)
+    c2 = (unit_rows_any_scale(p2) * unit_rows_any_scale(z1).detach()).sum(-1).mean(-1)
     return -(c1 + c2) / 2
 
 

@@ -37,16 +37,11 @@ import math
 import torch
 
 from .._validate import check_positive, check_tensor
-from ._safe import unit_rows
+from ._safe import unit_rows_any_scale
 
 __all__ = ["nt_xent", "nt_xent_reference", "ntxent_flops"]
 
 _LOG2E = 1.0 / math.log(2.0)
-
-
-def _unit(h: torch.Tensor) -> torch.Tensor:
-    """Unit rows at any finite scale (a zero row stays zero): :func:`clbook.losses._safe.unit_rows`."""
-    return unit_rows(h)
 
 
 def _no_shift(n: int, T: float, dtype: torch.dtype) -> bool:
@@ -110,7 +105,7 @@ class _MeanLSE(torch.autograd.Function):
 
 def _nt_xent(h1: torch.Tensor, h2: torch.Tensor, temperature: float) -> torch.Tensor:
     """:func:`nt_xent` without the argument checks (for training loops that have checked their inputs once)."""
-    u1, u2 = _unit(h1), _unit(h2)
+    u1, u2 = unit_rows_any_scale(h1), unit_rows_any_scale(h2)
     lead, B, m = h1.shape[:-2], h1.shape[-2], h1.shape[-1]
     Z = torch.cat([u1, u2], dim=-2).reshape(-1, 2 * B, m)
     lse = _MeanLSE.apply(Z, float(temperature)).reshape(lead)
@@ -124,7 +119,7 @@ def nt_xent_views_unchecked(h: torch.Tensor, temperature: float) -> torch.Tensor
     :func:`nt_xent`, so no concatenation is needed. Used by the training loop of
     :mod:`clbook.experiments.landscape`.
     """
-    u = _unit(h)
+    u = unit_rows_any_scale(h)
     lead, B, m = h.shape[:-3], h.shape[-2], h.shape[-1]
     lse = _MeanLSE.apply(u.reshape(-1, 2 * B, m), float(temperature)).reshape(lead)
     return lse - (u[..., 0, :, :] * u[..., 1, :, :]).sum(-1).mean(-1) / temperature
@@ -198,7 +193,7 @@ def nt_xent_reference(h1: torch.Tensor, h2: torch.Tensor, *, temperature: float 
     """
     h1, h2, T = _check(h1, h2, temperature)
     B = h1.shape[-2]
-    Z = _unit(torch.cat([h1, h2], dim=-2))
+    Z = unit_rows_any_scale(torch.cat([h1, h2], dim=-2))
     S = Z @ Z.transpose(-1, -2) / T
     eye = torch.eye(2 * B, dtype=torch.bool, device=S.device)
     lse = torch.logsumexp(S.masked_fill(eye, -math.inf), dim=-1)

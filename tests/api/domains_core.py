@@ -178,6 +178,8 @@ DOMAINS = {
                                     invalid=(Bad({"X": torch.ones(2, 2), "eps": -1.0}, "eps"), Bad({"X": "x"}, "X"))),
     "clbook.linalg.unit_columns": Spec(valid=st.fixed_dictionaries({"W": tensors(4, 3)}), expect=shape(4, 3),
                                        invalid=(Bad({"W": torch.ones(3)}, "W"),)),
+    "clbook.linalg.unit_frobenius": Spec(valid=st.fixed_dictionaries({"W": tensors(2, 4, 3)}), expect=shape(2, 4, 3),
+                                         invalid=(Bad({"W": torch.ones(3)}, "W"), Bad({"W": torch.ones(2, 2), "eps": 0.0}, "eps"))),
     "clbook.linalg.single_thread": Spec(exempt="a context manager without arguments; tests/unit/test_linalg.py checks it restores the "
                                                "thread count"),
     # results

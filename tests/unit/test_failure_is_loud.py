@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from clbook import covariance, kernels
 from clbook.losses import acl, noncontrastive, ntxent
-from clbook.losses._safe import unit_rows
+from clbook.losses._safe import unit_rows_any_scale
 
 F64, F32 = torch.float64, torch.float32
 _CASES = settings(max_examples=40, deadline=None, derandomize=True, database=None)
@@ -53,7 +53,7 @@ def test_nt_xent_is_scale_invariant_across_float32(seed, exponent):
 def test_cosine_quantities_are_scale_invariant_row_by_row(seed, exponent, row_exponents):
     h1, h2 = _pair(seed)
     rows = torch.tensor([10.0**e for e in row_exponents], dtype=F64).unsqueeze(1)
-    assert torch.allclose(unit_rows(h1 * rows), unit_rows(h1), rtol=1e-13, atol=1e-15)
+    assert torch.allclose(unit_rows_any_scale(h1 * rows), unit_rows_any_scale(h1), rtol=1e-13, atol=1e-15)
     s = 10.0**exponent
     assert float(noncontrastive.ncl_loss(h1 * rows, h2 * s)) == pytest.approx(float(noncontrastive.ncl_loss(h1, h2)), rel=1e-12, abs=1e-12)
     assert float(noncontrastive.simsiam_loss(h1 * s, h2 * rows, h2, h1 * s)) == pytest.approx(
@@ -64,18 +64,18 @@ def test_scaled_unit_rows_have_correct_gradients():
     h = _pair(3)[0]
     for s in (1e-200, 1e-13, 1.0, 1e200):
         x = (h * s).requires_grad_(True)
-        unit_rows(x)[:, 0].sum().backward()
+        unit_rows_any_scale(x)[:, 0].sum().backward()
         y = h.clone().requires_grad_(True)
-        unit_rows(y)[:, 0].sum().backward()
+        unit_rows_any_scale(y)[:, 0].sum().backward()
         assert torch.allclose(x.grad * s, y.grad, rtol=1e-12, atol=1e-14)
 
 
 def test_a_zero_row_is_the_zero_vector_and_normal_rows_are_unchanged():
     h = _pair(1)[0]
     h[2] = 0.0
-    u = unit_rows(h)
+    u = unit_rows_any_scale(h)
     assert bool((u[2] == 0).all()) and torch.isfinite(u).all()
-    assert torch.equal(unit_rows(h[[0, 1, 3]]), h[[0, 1, 3]] / h[[0, 1, 3]].norm(dim=-1, keepdim=True))
+    assert torch.equal(unit_rows_any_scale(h[[0, 1, 3]]), h[[0, 1, 3]] / h[[0, 1, 3]].norm(dim=-1, keepdim=True))
 
 
 def test_nt_xent_temperature_that_overflows_is_an_error():

@@ -71,3 +71,17 @@ def test_as_tensor():
         as_tensor("x", [1.0], ndim=2)
     with pytest.raises(ValueError, match="finite"):
         as_tensor("x", [1.0, float("nan")])
+
+
+def test_the_normalisation_family():
+    """Rows, columns and the whole matrix: each checked form is its unchecked kernel away from the floor."""
+    from clbook.linalg import normalise_unchecked, unit_columns, unit_frobenius, unit_rows
+
+    W = torch.randn(3, 5, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    for over, checked, norm in (("rows", unit_rows, lambda M: M.norm(dim=-1)),
+                                ("columns", unit_columns, lambda M: M.norm(dim=-2)),
+                                ("frobenius", unit_frobenius, lambda M: torch.linalg.matrix_norm(M))):
+        U = normalise_unchecked(W, over)
+        assert torch.equal(U, checked(W)), over
+        torch.testing.assert_close(norm(U), torch.ones_like(norm(U)), rtol=1e-14, atol=1e-14)
+    assert not torch.allclose(torch.linalg.matrix_norm(normalise_unchecked(W, "rows")), torch.ones(3, dtype=torch.float64))

@@ -17,6 +17,7 @@ from ..._validate import check_choice, check_in_range, check_int, check_nonnegat
 from ...config import generator as make_generator
 from ...config import randn
 from ...data import sparse_coding as sc
+from ...linalg import normalise_unchecked
 from ...losses import noncontrastive as _ncl
 from ...losses import ntxent as _ntx
 from ...metrics import maxcos
@@ -159,9 +160,8 @@ _INIT_STREAM = 10_000_000  # paired=True: the initial weights of run (seed, spar
 
 
 def _normalise(W, how):
-    if how == "row":
-        return W / W.norm(dim=-1, keepdim=True)
-    return W / W.norm(dim=-2, keepdim=True)
+    """The encoder's normalisation after a step: ``row`` (each unit's weights) or the columns."""
+    return normalise_unchecked(W, "rows" if how == "row" else "columns")
 
 
 def _sgd(trainable, loss, lr, W0, normalize):
