@@ -284,14 +284,14 @@ class TrainResult:
         :math:`\mathcal E_\alpha` at the recorded steps.
     singular_values : numpy.ndarray, shape=[T, S, L, 2]
         The two largest singular values of every layer (0 where a layer has rank < 2).
-    stop_reason : str
+    stopping_reason : str
     """
 
     weights: list
     steps: np.ndarray
     energy: np.ndarray
     singular_values: np.ndarray
-    stop_reason: str
+    stopping_reason: str
 
 
 def _top2(W: torch.Tensor) -> torch.Tensor:
@@ -391,14 +391,14 @@ class BlowupResult:
 
     ``t``: output times; ``norms``: ``[T, L]`` Frobenius norms; ``balance_drift``: max over time of the largest
     entry of the change of the balance matrices; ``blowup_time``: time at which ``max_norm`` was reached (``inf`` if
-    not); ``stop_reason``.
+    not); ``stopping_reason``.
     """
 
     t: np.ndarray
     norms: np.ndarray
     balance_drift: float
     blowup_time: float
-    stop_reason: str
+    stopping_reason: str
 
 
 def solve_unconstrained(X, weights, *, t_max: float, max_norm: float = 1e3, rtol: float = 1e-10,

@@ -217,7 +217,7 @@ class ProjectedAscent:
     W: torch.Tensor
     residual: float
     steps: int
-    reason: str
+    stopping_reason: str
 
 
 def projected_ascent(W0, atoms, probs=None, *, activation: str = "relu", step: float = 0.5, max_steps: int = 3000,

@@ -109,7 +109,7 @@ class StickyRun:
     last_change : torch.Tensor
         :math:`\max|\Delta W|` of the last step, per start, ``[S]``.
     steps : int
-    stop_reason : str
+    stopping_reason : str
         ``"converged"`` when every start moved less than ``tol`` in its last step, else ``"max_steps"``.
     """
 
@@ -120,7 +120,7 @@ class StickyRun:
     trajectory: torch.Tensor | None
     last_change: torch.Tensor
     steps: int
-    stop_reason: str
+    stopping_reason: str
 
 
 def sticky_ascent(W1, W2, X, *, eta: float, steps: int, sticky: bool = True, train_top: bool = True,

@@ -307,7 +307,7 @@ class GDResult:
         :math:`W_1^\top W_2` at the recorded steps, ``[len(losses), d, z]``.
     steps : int
         Steps taken (fewer than asked when the run diverged).
-    reason : str
+    stopping_reason : str
         ``"steps"`` or ``"diverged"`` (loss below ``-blowup``).
     """
 
@@ -316,7 +316,12 @@ class GDResult:
     losses: torch.Tensor
     products: torch.Tensor
     steps: int
-    reason: str
+    stopping_reason: str
+
+    @property
+    def reason(self) -> str:
+        """The former name of :attr:`stopping_reason` (Chapter 11 still reads it)."""
+        return self.stopping_reason
 
 
 def _clip_operator(W: torch.Tensor, c: float = 1.0) -> torch.Tensor:
@@ -356,7 +361,7 @@ def gd_two_layer(W1, W2, C, *, eta: float, steps: int, constraint: str = "none",
 
     Domain: ``W1 [h, d]``, ``W2 [h, z]`` finite, symmetric ``C [d, d]``, ``eta > 0``, ``steps >= 0``, ``c1, c2,
     blowup > 0``; non-zero weights for ``"scaled"``. Both layers are updated from the same iterate; no :math:`h\times h`
-    matrix is formed. The run stops early (``reason="diverged"``) once the loss passes ``-blowup``.
+    matrix is formed. The run stops early (``stopping_reason="diverged"``) once the loss passes ``-blowup``.
     """
     W1, W2, C = trace_weights(W1, W2, C, symmetric=True)
     eta, steps = check_positive("eta", eta), check_int("steps", steps, 0)

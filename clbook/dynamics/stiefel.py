@@ -188,7 +188,7 @@ class TrainResult:
     W1: torch.Tensor
     W2: torch.Tensor
     constraint_error: float
-    stopped: str
+    stopping_reason: str
 
 
 def train(W1, W2, C, *, eta: float, steps: int, scheme: str = "paper", retraction: str = "qr") -> TrainResult:
@@ -255,7 +255,7 @@ class ODEResult:
     t: torch.Tensor
     q: torch.Tensor
     loss: torch.Tensor
-    stopped: str
+    stopping_reason: str
 
 
 def _loss_q(q, lam):

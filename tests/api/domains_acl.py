@@ -215,6 +215,7 @@ _sym = torch.eye(4, dtype=torch.float64) + 0.1
 
 DOMAINS.update({
     # dynamics.deeplinear
+    "clbook.dynamics.Run": Spec(exempt="a typing.Protocol (the stopping_reason field every simulator result has); it is not instantiated"),
     "clbook.dynamics.deeplinear.ContrastiveBatch": Spec(exempt=EXEMPT_RECORD),
     "clbook.dynamics.deeplinear.TrainResult": Spec(exempt=EXEMPT_RECORD),
     "clbook.dynamics.deeplinear.BlowupResult": Spec(exempt=EXEMPT_RECORD),

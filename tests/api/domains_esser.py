@@ -39,7 +39,7 @@ def _fields(*names):
 
 
 def _gdresult(out, kwargs):
-    assert out.products.shape[0] == out.losses.shape[0] == out.steps + 1 and out.reason in ("steps", "diverged")
+    assert out.products.shape[0] == out.losses.shape[0] == out.steps + 1 and out.stopping_reason in ("steps", "diverged")
 
 
 def _two(shape1, shape2):

@@ -86,7 +86,7 @@ def test_projected_ascent_stays_on_sphere_and_linear_finds_pca():
     model = latent.latent_summation(U, 0.2, scales=torch.tensor([1.3, 1.0, 0.9, 0.8], dtype=F64))
     W0 = clbook.randn(20, 4, generator=clbook.generator(5))
     res = onelayer.projected_ascent(W0, model.atoms, model.probs, activation="linear", step=0.5, max_steps=2000)
-    assert res.reason == "converged"
+    assert res.stopping_reason == "converged"
     assert torch.allclose(res.W.norm(dim=1), torch.ones(20, dtype=F64), atol=1e-14)
     _, counts = onelayer.match_patterns(res.W, U, signed=False)
     assert counts.tolist() == [20, 0, 0, 0]

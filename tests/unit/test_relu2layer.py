@@ -96,7 +96,7 @@ def test_theorem5_one_node_ends_one_hot_and_linear_finds_top_eigenvector(prob):
     lin = r2.sticky_ascent(w0, top, X, eta=0.1, steps=1500, sticky=False)
     y = torch.linalg.eigh(X)[1][:, -1]
     assert float((lin.W1[:, 0] @ y).abs().min()) > 1 - 1e-8
-    assert run.stop_reason in ("converged", "max_steps")
+    assert run.stopping_reason in ("converged", "max_steps")
 
 
 def test_rank_and_active_modes():
