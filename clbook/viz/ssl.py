@@ -16,6 +16,7 @@ from ..data.views import moons_views
 from ..dynamics import ssl
 from ..linalg import haar_orthonormal
 from . import COLORS, figure, light_log_ticks
+from .stiefel import paper_gd_numpy
 
 __all__ = ["singular_values", "moons_run", "fig1", "fig1_panel", "PANEL", "PANELS"]
 
@@ -75,17 +76,27 @@ def fig1(runs: dict, anchors, *, margins=None):
     return fig
 
 
+def _moons_orthogonal(C, *, seed: int, steps: int, h: int = 10, eta: float = 0.01) -> ssl.GDResult:
+    r""":func:`moons_run` with ``constraint="orthogonal"``, ``z = 1``: the same Haar start, its gradient descent run by
+    :func:`clbook.viz.stiefel.paper_gd_numpy` (the same updates, in numpy; the loss is bounded on the Stiefel
+    manifolds, so the divergence stop never fires)."""
+    g = generator(100 + seed)
+    W1, W2 = haar_orthonormal(h, C.shape[0], generator=g), haar_orthonormal(h, 1, generator=g)
+    M, W1, W2 = (torch.from_numpy(a).to(C) for a in paper_gd_numpy(W1, W2, C, eta=eta, steps=steps))
+    return ssl.GDResult(W1, W2, torch.einsum("tdz,de,tez->t", M, C, M), M, int(steps), "steps")
+
+
 def fig1_panel(variance: float = 0.1, n: int = 200, constraint: str = "orthogonal", steps: int = 600):
     r"""Chapter 11's panel: Example 1 on ``n`` half moons with augmentation variance ``variance``, three
     initialisations under ``constraint`` beside the unconstrained runs, ``z = 1`` (a training panel, about a second).
 
     ``variance`` in [1e-3, 3], ``20 <= n <= 1000``, ``constraint`` in :data:`clbook.dynamics.ssl.CONSTRAINTS`,
-    ``100 <= steps <= 1000``.
+    ``100 <= steps <= 1000``. The orthogonal runs use :func:`_moons_orthogonal` (the same runs, in numpy).
     """
     x, xp, xn = moons_views(n, variance=variance, seed=0)
     C = ssl.trace_matrix(x, xp, xn)
-    runs = {(c, s): moons_run(C, constraint=c, z=1, seed=s, steps=steps)
-            for c in dict.fromkeys(("none", constraint)) for s in range(3)}
+    runs = {(c, s): _moons_orthogonal(C, seed=s, steps=steps) if c == "orthogonal" else
+            moons_run(C, constraint=c, z=1, seed=s, steps=steps) for c in dict.fromkeys(("none", constraint)) for s in range(3)}
     return light_log_ticks(fig1(runs, x[:5], margins={"left": 0.8}))
 
 
