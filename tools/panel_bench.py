@@ -33,7 +33,9 @@ def measure(spec) -> dict:
 
     compute, render, cpu = [], [], []
     grid = widgets.frame_grid(spec.controls())
-    spec.figure(**grid["frames"][""])  # the panel's first draw happens when the chapter shows it: not an update
+    # the panel's first draw (figure and PNG) happens when the chapter shows it: not an update, but it warms what
+    # every later update reuses (fonts, the PNG writer), as it does in a kernel
+    widgets.render_png(spec.figure(**grid["frames"][""]))
     plt.close("all")
     for key, values in grid["frames"].items():
         if not key:
