@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._validate import check_int
+from ._validate import check_choice, check_int
 
-__all__ = ["Setup", "setup", "current", "generator", "randn", "rand", "randint", "to_device", "defaults", "draws"]
+__all__ = ["Setup", "setup", "current", "generator", "stream", "randn", "rand", "randint", "to_device", "defaults", "draws"]
 
 DTYPES = {torch.float64, torch.float32}
 
@@ -158,6 +158,18 @@ def generator(seed: int) -> torch.Generator:
     """A fresh CPU generator seeded with ``seed``; pass it to the draws below."""
     seed = check_int("seed", seed, 0, 2**63 - 1)
     return torch.Generator(device="cpu").manual_seed(seed)
+
+
+def stream(seed: int, name: str, streams: dict[str, int]) -> torch.Generator:
+    """The generator of stream ``name`` of run ``seed``: ``generator(streams[name] + seed)``.
+
+    A module that draws several independent things per run (data, initial weights, batches) names its streams in a
+    module-level dict of offsets, e.g. ``STREAMS = {"init": 10_000, "batches": 20_000}``, and asks for
+    ``stream(seed, "init", STREAMS)``: the same numbers as a hand-written ``10_000 + seed``, with the offset named
+    once (CONTRIBUTING.md, 'Where things go').
+    """
+    check_choice("stream", name, tuple(streams))
+    return generator(streams[name] + check_int("seed", seed, 0))
 
 
 def target_device_dtype(device, dtype):

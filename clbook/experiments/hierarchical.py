@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from .. import activations, results
+from .. import activations, config, results
 from .._validate import check_choice, check_int, check_positive
 from ..data.hierarchical import make_worlds, matching_scores, sample_tokens
 from . import runner
@@ -53,6 +53,9 @@ __all__ = [
     "digit_quadrants", "train_digits", "roughness", "main", "BN_RULES", "ACTIVATIONS",
 ]
 
+# the independent random streams of one seed's runs (clbook.config.stream): initial weights and batches of the
+# token worlds, and the digits run's two layers and batches
+STREAMS = {"init": 10_000, "batches": 20_000, "digits_lower": 30_000, "digits_upper": 40_000, "digits_batches": 50_000}
 ACTIVATIONS = activations.supported("relu", "linear", "leakyrelu", "quadratic")
 LOSSES = ("infonce", "quadratic")
 BN_RULES = {  # name: (use BatchNorm, back-propagate through the mean, through the variance)
@@ -309,7 +312,7 @@ def train(variants, seeds, *, beta: int, candidates: int, zeta: float = 1.0, ste
     V, S, K, d, M = len(variants), len(seeds), num_positions, num_tokens, beta * P
     W1_init, W2_init = [], []
     for seed in seeds:  # PyTorch's default nn.Linear initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
-        gen = torch.Generator().manual_seed(10_000 + seed)
+        gen = config.stream(seed, "init", STREAMS)
         W1_init.append((torch.rand(K, M, d, generator=gen, dtype=torch.float32) * 2 - 1) / math.sqrt(d))
         W2_init.append((torch.rand(output_dim, K * M, generator=gen, dtype=torch.float32) * 2 - 1) / math.sqrt(K * M))
     to = dict(dtype=dtype, device=device)
@@ -329,7 +332,7 @@ def train(variants, seeds, *, beta: int, candidates: int, zeta: float = 1.0, ste
         return [matching_scores(filters[v], used, absolute=var.activation == "linear") for v, var in enumerate(variants)]
 
     single = [worlds.select(s) for s in range(S)]
-    data_gens = [torch.Generator().manual_seed(20_000 + seed) for seed in seeds]
+    data_gens = [config.stream(seed, "batches", STREAMS) for seed in seeds]
     for step in tqdm(range(steps), disable=not progress, desc=f"β={beta} P={P}", leave=False):
         if history_every and step % history_every == 0:
             history.append((step, [plus.tolist() for plus, _ in scores()]))
@@ -407,12 +410,12 @@ def train_digits(*, augment: bool, seeds=(1, 2, 3), filters: int = 16, steps: in
     stack = _Stack([variant])
     images = digit_quadrants()
     K, d = 4, 16
-    W1 = torch.stack([(torch.rand(K, d, M, generator=torch.Generator().manual_seed(30_000 + s), dtype=torch.float64) * 2 - 1) / 4
+    W1 = torch.stack([(torch.rand(K, d, M, generator=config.stream(s, "digits_lower", STREAMS), dtype=torch.float64) * 2 - 1) / 4
                       for s in seeds])[None].requires_grad_()
-    W2 = torch.stack([(torch.rand(output_dim, K * M, generator=torch.Generator().manual_seed(40_000 + s), dtype=torch.float64) * 2 - 1)
+    W2 = torch.stack([(torch.rand(output_dim, K * M, generator=config.stream(s, "digits_upper", STREAMS), dtype=torch.float64) * 2 - 1)
                       / math.sqrt(K * M) for s in seeds])[None].requires_grad_()
     opt = torch.optim.SGD([W1, W2], lr=lr, momentum=0.9, weight_decay=5e-3)
-    gens = [torch.Generator().manual_seed(50_000 + s) for s in seeds]
+    gens = [config.stream(s, "digits_batches", STREAMS) for s in seeds]
 
     def forward(x):  # x [S, n, K, d]
         h = stack.activate(torch.einsum("snkd,vskdm->vsnkm", x, W1))

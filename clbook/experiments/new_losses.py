@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .. import alpha, losses, results
+from .. import alpha, config, losses, results
 from .._validate import check_choice, check_int
 from ..data.digits import augment, shifted_digits
 from ..metrics.probes import knn_probe, linear_probe
@@ -42,6 +42,7 @@ from . import runner
 __all__ = ["METHODS", "Settings", "objective", "make_encoder", "backbone_features", "train", "baselines", "run_job",
            "jobs", "run", "stored_settings", "Comparison", "from_result", "load", "summary", "main"]
 
+STREAMS = {"batches": 1000}  # a seed's views and batches (clbook.config.stream); the encoder draws from the seed
 METHODS = ("InfoNCE ε=0", "InfoNCE ε=1", "quadratic", "α-CL-r_H", "α-CL-r_γ (exact)", "α-CL inverse (code)",
            "α-CL-r_s", "α-CL-direct p=4", "backprop α(θ)")
 """The methods compared, in the order of the paper's Table 1 where it has them."""
@@ -153,7 +154,7 @@ def train(method: str, settings: Settings, *, seed: int, data=None, dtype=torch.
     net = make_encoder(x.shape[1], settings, seed=seed, dtype=dtype)
     opt = torch.optim.Adam(net.parameters(), lr=settings.lr)
     loss_fn = objective(method, settings)
-    gen = torch.Generator().manual_seed(1000 + seed)
+    gen = config.stream(seed, "batches", STREAMS)
     steps = x.shape[0] // settings.batch
     history = {"epoch": [], "linear": [], "knn": [], "loss": []}
     for epoch in range(1, settings.epochs + 1):
