@@ -5,6 +5,8 @@ Compute lives in :mod:`clbook.dynamics.dual`; this module draws.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -49,6 +51,19 @@ def sweep(bias, product, ratios):
     return fig
 
 
+@functools.lru_cache(maxsize=32)
+def _alternating(keep, sparsity, bias, delta, d, rounds, seed, setup_key):
+    """The alternating optimisation of :func:`phase`, cached per control value (moving a control back shows the run
+    again at once; ``setup_key``, the device and dtype of ``clbook.setup``, is part of the key). Read-only."""
+    gen = generator(seed)
+    device, dtype = defaults()
+    eye = torch.eye(d, device=device, dtype=dtype)
+    W0, W1 = (eye + delta * (2 * rand(d, d, generator=gen) - 1) * (1 - eye) for _ in range(2))
+    s = keep**2 * sparsity
+    return dual.alternating(linalg.unit_rows(W0), linalg.unit_rows(W1), bias, keep=keep, sparsity=sparsity,
+                            eta=1.0 / s, inner_steps=25, rounds=rounds)
+
+
 def phase(keep: float = 0.8, sparsity: float = 0.5, bias: float = 0.3, delta: float = 0.02, d: int = 3,
           rounds: int = 4, seed: int = 0):
     r"""Alternating optimisation of Thm 3 on the exact population loss (a training panel).
@@ -62,13 +77,8 @@ def phase(keep: float = 0.8, sparsity: float = 0.5, bias: float = 0.3, delta: fl
     keep, sparsity = check_in_range("keep", keep, 0.05, 1.0), check_in_range("sparsity", sparsity, 0.05, 1.0)
     bias, delta = check_in_range("bias", bias, 0.0, 0.95), check_in_range("delta", delta, 0.0, 0.3)
     d, rounds = check_int("d", d, 2, 4), check_int("rounds", rounds, 1, 6)
-    gen = generator(check_int("seed", seed, 0))
-    device, dtype = defaults()
-    eye = torch.eye(d, device=device, dtype=dtype)
-    W0, W1 = (eye + delta * (2 * rand(d, d, generator=gen) - 1) * (1 - eye) for _ in range(2))
     s = keep**2 * sparsity
-    run = dual.alternating(linalg.unit_rows(W0), linalg.unit_rows(W1), bias, keep=keep, sparsity=sparsity,
-                           eta=1.0 / s, inner_steps=25, rounds=rounds)
+    run = _alternating(keep, sparsity, bias, delta, d, rounds, check_int("seed", seed, 0), str(defaults()))
     off, diag, regime = _np(run.offdiag), _np(run.diag), _np(run.regime).astype(bool)
     pred = off[0] * np.concatenate([[1.0], np.cumprod(s / np.maximum(diag[:-1] - bias, 1e-12))])
     fig, (ax0, ax1) = figure(ncols=2, width=8.4, height=3.2, margins=True)

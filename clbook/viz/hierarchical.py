@@ -6,11 +6,13 @@ is given. :func:`explore` (the chapter's panel) takes only the control values an
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 
 from .. import widgets
+from ..config import defaults
 from ..data import hierarchical as hg
 from ..experiments import hierarchical as hx
 from . import figure
@@ -96,15 +98,23 @@ def plot_digit_filters(filters, *, ax=None):
     return ax
 
 
+@functools.lru_cache(maxsize=32)
+def _explore_run(activation, beta, candidates, zeta, bn, steps, setup_key):
+    """The training of :func:`explore` and the candidate tokens of :math:`R_0`, cached per control value (a reader
+    who moves a control back sees the run again at once; ``setup_key``, the device and dtype of ``clbook.setup``, is
+    part of the key). Read-only."""
+    result = hx.train([hx.Variant(activation, "infonce", bn)], [1], beta=beta, candidates=candidates, zeta=zeta,
+                      steps=steps, dtype=torch.float32)
+    return result, hg.make_worlds([1], candidates_per_position=candidates).used_tokens()[0, 0]
+
+
 def explore(activation: str = "relu", beta: int = 5, candidates: int = 3, zeta: float = 1.0, bn: str = "mean",
             steps: int = 150):
     r"""Chapter 10's panel: one run (seed 1, float32) of the Sec. 5 network for ``steps`` steps; the filters of receptive
     field :math:`R_0` with its candidate tokens marked. ``1 <= beta <= 5``, ``1 <= candidates <= 5`` (at most 25 filters, so
     that an update stays near a second), ``zeta`` in [1, 10], ``steps`` in [50, 300]. Returns the figure."""
-    result = hx.train([hx.Variant(activation, "infonce", bn)], [1], beta=beta, candidates=candidates, zeta=zeta,
-                      steps=steps, dtype=torch.float32)
+    result, used = _explore_run(activation, int(beta), int(candidates), float(zeta), bn, int(steps), str(defaults()))
     fig, ax = figure(width=4.6, height=3.0, margins={"left": 0.6, "top": 0.35})
-    used = hg.make_worlds([1], candidates_per_position=candidates).used_tokens()[0, 0]
     plot_filters(result.filters[0, 0, 0], used=used, ax=ax)
     plus, minus = result.chi_plus[0][0], result.chi_minus[0][0]
     ax.set_title(f"{activation}, β = {beta}, P = {candidates}: χ̄₊ = {plus:.2f}, χ̄₋ = {minus:.2f}"

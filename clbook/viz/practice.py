@@ -4,8 +4,11 @@ Compute lives in :mod:`clbook.experiments.landscape`; this module draws.
 """
 from __future__ import annotations
 
+import functools
+
 from .. import widgets
 from .._validate import check_choice, check_in_range, check_int, check_nonnegative
+from ..config import defaults
 from ..experiments import landscape as lx
 from ..metrics import maxcos
 from . import figure
@@ -13,6 +16,16 @@ from . import figure
 __all__ = ["explore", "PANELS", "EXPLORE_MODELS"]
 
 EXPLORE_MODELS = ("NCL-basic", "NCL-pred", "NCL-basic-code", "CL-basic", "NCL-linear", "CL-linear")
+
+
+@functools.lru_cache(maxsize=32)
+def _run(model, sparsity, warm_c, aligned, normalize, keep, scheme, epochs, seed, setup_key):
+    """The training of :func:`explore`, cached per control value (moving a control back shows the run again at once;
+    ``setup_key``, the device and dtype of ``clbook.setup``, is part of the key). Read-only."""
+    p, d, m = 30, 6, 30
+    return lx.train(model, sparsities=[sparsity], seeds=[seed], p=p, d=d, m=m, n=256, batch=128, epochs=epochs, lr=0.1,
+                    keep=keep, scheme=scheme, warm=p ** (-warm_c / 2) if warm_c > 0 else None, aligned=aligned,
+                    normalize=None if normalize == "none" else normalize, record=max(epochs // 15, 1))
 
 
 def explore(model: str = "NCL-basic", sparsity: float = 0.2, warm_c: float = 0.0, aligned: bool = False, normalize: str = "none",
@@ -33,9 +46,7 @@ def explore(model: str = "NCL-basic", sparsity: float = 0.2, warm_c: float = 0.0
     if not isinstance(aligned, bool):
         raise TypeError(f"aligned must be True or False; got aligned = {aligned!r}.")
     p, d, m = 30, 6, 30
-    res = lx.train(model, sparsities=[sparsity], seeds=[seed], p=p, d=d, m=m, n=256, batch=128, epochs=epochs, lr=0.1, keep=keep,
-                   scheme=scheme, warm=p ** (-warm_c / 2) if warm_c > 0 else None, aligned=aligned,
-                   normalize=None if normalize == "none" else normalize, record=max(epochs // 15, 1))
+    res = _run(model, sparsity, warm_c, aligned, normalize, keep, scheme, epochs, seed, str(defaults()))
     fig, ax = figure(width=5.6, height=3.2, margins={"top": 0.35})
     for key, values in (("maximum", res.maximum), ("median", res.median), ("minimum", res.minimum)):
         ax.plot(res.epochs, [v[0] for v in values], marker="o", ms=3, label=key)

@@ -5,13 +5,24 @@ Compute lives in :mod:`clbook.dynamics.twolayer`; :func:`basin_panel` (the chapt
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from .. import widgets
+from ..config import defaults
 from ..dynamics import twolayer as tl
 from . import figure
 
 __all__ = ["basin_panel", "PANELS"]
+
+
+@functools.lru_cache(maxsize=64)
+def _fractions(dim, b, samples, setup_key):
+    """The 9 basin fractions of :func:`basin_panel`, cached per control value (moving a control back shows them again
+    at once; ``setup_key``, the device and dtype of ``clbook.setup``, is part of the key)."""
+    cs = torch.linspace(0, 2, 9, dtype=torch.float64).tolist()
+    return [tl.sphere_basin_fraction(dim, c, b=b, samples=samples, steps=200, dt=0.075) for c in cs]
 
 
 def basin_panel(dim: int = 5, b: float = 0.5, samples: int = 1000):
@@ -21,7 +32,7 @@ def basin_panel(dim: int = 5, b: float = 0.5, samples: int = 1000):
     ``dim`` in [2, 20], ``b`` in [0.1, 2], ``samples`` in [200, 2000]. Returns the figure."""
     cs = torch.linspace(0, 2, 9, dtype=torch.float64).tolist()
     fig, (ax1, ax2) = figure(ncols=2, width=8.0, height=3.0, margins=True)
-    ax1.plot(cs, [tl.sphere_basin_fraction(dim, c, b=b, samples=samples, steps=200, dt=0.075) for c in cs], marker="o", ms=3)
+    ax1.plot(cs, _fractions(dim, b, samples, str(defaults())), marker="o", ms=3)
     ax1.axhline(1 / dim, color="0.6", ls="--", lw=0.8, label="1/dim")
     ax1.set(xlabel="modulation c", ylabel="fraction reaching +u₁")
     ax1.legend()
