@@ -517,14 +517,19 @@ _TRAIN_SETTINGS = dict(batch=128, lr=0.02, momentum=0.9, weight_decay=0.005, tem
                        num_positions=10, num_generators=40, pattern_len=5, dtype="torch.float32")
 
 
-def jobs(experiment: str, *, quick: bool = False, seeds=None, betas=None, candidates=None) -> tuple[list, dict]:
-    """The jobs of one experiment and the settings they share: ``(list of runner.Job, settings)``.
+def jobs(experiment: str, *, quick: bool = False, seeds=None, betas=None, candidates=None) -> list[runner.Job]:
+    """The jobs of one experiment (the settings they share are recorded by :func:`run` with the result).
 
     ``table1``: ReLU, InfoNCE, ζ = 10, the four BatchNorm rules; ``fig4``: four activations × two losses, mean-backprop
     BatchNorm, ζ = 1; both over β × P (default the paper's 1, 2, 5, 10 × 1, 3, 5, 10, seeds 1, 2, 3, 5000 steps; ``quick``:
     β, P ∈ {1, 5} × {1, 5} (``fig4``: {1, 3}), 300 steps). ``digits``: with and without augmentation (3000 steps, quick
     300). ``bench``: 200 steps (quick 50). Seeds are positive integers; β ≥ 1; 1 ≤ P ≤ 20.
     """
+    return _plan(experiment, quick=quick, seeds=seeds, betas=betas, candidates=candidates)[0]
+
+
+def _plan(experiment: str, *, quick: bool = False, seeds=None, betas=None, candidates=None) -> tuple[list, dict]:
+    """:func:`jobs` and the settings they share: ``(list of runner.Job, settings)``."""
     check_choice("experiment", experiment, EXPERIMENTS)
     seeds = [1, 2, 3] if seeds is None else [check_int("seeds[k]", s, 1) for s in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
@@ -570,7 +575,7 @@ def run(experiment: str, *, quick: bool = False, seeds=None, betas=None, candida
     :func:`clbook.results.user_dir` ``("hierarchical")``). A result converted from the old format (its jobs have no
     timing) is never resumed: ``fresh=True`` starts over.
     """
-    todo, settings = jobs(experiment, quick=quick, seeds=seeds, betas=betas, candidates=candidates)
+    todo, settings = _plan(experiment, quick=quick, seeds=seeds, betas=betas, candidates=candidates)
     name = f"quick-{experiment}" if quick else experiment
     out = Path(out) if out is not None else results.user_dir("hierarchical")
     final = out / f"{name}.json"

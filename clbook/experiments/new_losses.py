@@ -238,7 +238,7 @@ def jobs(settings: Settings, *, seeds, methods=METHODS) -> list[runner.Job]:
 
 
 def run(*, quick: bool = False, seeds=None, methods=METHODS, name: str | None = None, out=None, workers: int = 1,
-        threads: int = 1, backend: str = "local", scheduler: str | None = None, resume: bool = True, progress: bool = True,
+        threads: int = 1, backend: str = "local", scheduler: str | None = None, fresh: bool = False, progress: bool = True,
         command: str = "", discard_complete: bool = False, worker_timeout: float = runner.WORKER_TIMEOUT) -> dict:
     """Run the comparison through :func:`clbook.experiments.runner.run_jobs`; returns the runner's result dict.
 
@@ -252,8 +252,10 @@ def run(*, quick: bool = False, seeds=None, methods=METHODS, name: str | None = 
         The result's file name (default ``full`` or ``quick``).
     out : path, optional
         Folder of the result (default :func:`clbook.results.user_dir`).
-    workers, threads, backend, scheduler, resume, progress
-        As in :func:`clbook.experiments.runner.run_jobs` (``resume=False`` is ``--fresh``).
+    workers, threads, backend, scheduler, progress
+        As in :func:`clbook.experiments.runner.run_jobs`.
+    fresh : bool
+        Ignore an earlier partial result and start over (``--fresh``; the runner's ``resume=False``).
     discard_complete : bool
         As in :func:`clbook.experiments.runner.run_jobs` (``--discard-complete``).
     """
@@ -272,7 +274,7 @@ def run(*, quick: bool = False, seeds=None, methods=METHODS, name: str | None = 
     command = command or "python -m clbook.experiments.new_losses" + (" --quick" if quick else "")
     stored = stored_settings(settings)
     return runner.run_jobs(run_job, todo, out=out, name=name, command=command, settings=stored, workers=workers,
-                           threads=threads, backend=backend, scheduler=scheduler, resume=resume, progress=progress,
+                           threads=threads, backend=backend, scheduler=scheduler, resume=not fresh, progress=progress,
                            experiment="new_losses", discard_complete=discard_complete, worker_timeout=worker_timeout)
 
 
@@ -360,7 +362,7 @@ def main(argv=None) -> int:
     command = "python -m clbook.experiments.new_losses " + " ".join(argv if argv is not None else sys.argv[1:])
     try:
         data = run(quick=args.quick, seeds=args.seeds, methods=args.methods or METHODS, name=args.name, out=args.out,
-                   workers=args.workers, threads=args.threads, backend=args.backend, scheduler=args.scheduler, resume=not args.fresh,
+                   workers=args.workers, threads=args.threads, backend=args.backend, scheduler=args.scheduler, fresh=args.fresh,
                    command=command.strip(), discard_complete=args.discard_complete,
                    worker_timeout=args.worker_timeout)
     except (ValueError, TypeError, OSError) as exc:

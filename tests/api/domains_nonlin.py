@@ -381,7 +381,7 @@ DOMAINS.update({
     "clbook.experiments.hierarchical.summary": Spec(valid=fixed(rows=_ROWS), expect=lambda o, kw: len(o) == 4 * 2 * 16),
     "clbook.experiments.hierarchical.fig4_claims": Spec(valid=fixed(rows=_ROWS), expect=lambda o, kw: all(len(v) == 2 for v in o.values())),
     "clbook.experiments.hierarchical.jobs": Spec(
-        valid=st.fixed_dictionaries({"experiment": st.sampled_from(hx.EXPERIMENTS), "quick": st.booleans()}), expect=lambda o, kw: len(o[0]) >= 1,
+        valid=st.fixed_dictionaries({"experiment": st.sampled_from(hx.EXPERIMENTS), "quick": st.booleans()}), expect=lambda o, kw: len(o) >= 1,
         invalid=(Bad({"experiment": "nope"}, "experiment"), Bad({"experiment": "table1", "seeds": [0]}, "seeds"),
                  Bad({"experiment": "table1", "seeds": [1, 1]}, "seeds"), Bad({"experiment": "fig4", "betas": [0]}, "betas"),
                  Bad({"experiment": "fig4", "candidates": [21]}, "candidates"))),

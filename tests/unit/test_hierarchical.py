@@ -142,7 +142,8 @@ def test_converted_results_load_and_are_not_resumed(tmp_path):
     assert table1["complete"] and "converted" in table1["provenance"] and len(table1["jobs"]) == 16
     rows = hx.rows(fig4)
     assert len(rows) == 16 * 8 * 3 and rows == sorted(rows, key=lambda r: (r["beta"], r["candidates"]))
-    todo, settings = hx.jobs("table1")
+    todo, settings = hx._plan("table1")
+    assert [j.key for j in hx.jobs("table1")] == [j.key for j in todo]
     assert settings == table1["settings"] and {j.key: j.params for j in todo} == {k: v["params"] for k, v in table1["jobs"].items()}
     (tmp_path / "quick-table1.json").write_text((__import__("json")).dumps(table1 | {"name": "quick-table1"}))
     with pytest.raises(ValueError, match="fresh"):

@@ -102,7 +102,7 @@ def test_an_interrupted_rerun_never_replaces_a_complete_result(tmp_path, tiny, m
 
     monkeypatch.setattr(nl, "train", failing)
     with pytest.raises(KeyboardInterrupt):
-        nl.run(quick=True, methods=["quadratic", "α-CL-r_H"], seeds=[0], name="t", out=tmp_path, progress=False, resume=False)
+        nl.run(quick=True, methods=["quadratic", "α-CL-r_H"], seeds=[0], name="t", out=tmp_path, progress=False, fresh=True)
     assert (tmp_path / "t.json").read_text() == before
 
 

@@ -267,7 +267,8 @@ def estimate(experiments, ms_per_epoch: dict, *, workers: int = 2, slowdown: flo
     return dict(experiments=out, wall_seconds=round(total), workers=workers, slowdown=slowdown)
 
 
-def load(name: str) -> dict:
-    """A stored result ``clbook/results/landscape/<name>.json`` (see :func:`clbook.results.names`)."""
-    check_choice("name", name, tuple(results.names("landscape")))
-    return results.load("landscape", name)
+def load(name: str, *, directory=None) -> dict:
+    """A stored result ``clbook/results/landscape/<name>.json``, or ``<directory>/<name>.json`` of a rerun."""
+    if directory is None:
+        check_choice("name", name, tuple(results.names("landscape")))
+    return results.load("landscape", name, directory=directory)
