@@ -73,6 +73,16 @@ def wheel_name(version: str | None = None) -> str:
     return f"clbook-{version or package_version()}-py3-none-any.whl"
 
 
+def _pieces(text: str, width: int) -> list[str]:
+    """``text`` cut after a ``/`` where it can be (else every ``width`` characters) into pieces of at most ``width``."""
+    pieces = []
+    while len(text) > width:
+        cut = text.rfind("/", 0, width) + 1 or width
+        pieces.append(text[:cut])
+        text = text[cut:]
+    return pieces + [text]
+
+
 def bootstrap_source(url: str | None = None, version: str | None = None) -> str:
     """The first cell of every chapter: install the clbook wheel this book was built with, or fail in one sentence.
 
@@ -80,24 +90,33 @@ def bootstrap_source(url: str | None = None, version: str | None = None) -> str:
     """
     version = version or package_version()
     url = url or f"{book_url()}_static/wheels/{wheel_name(version)}"
+    pieces = _pieces(url, 64)  # the address in pieces that fit the page (80 columns)
+    wheel = "\n".join(("WHEEL = (" if k == 0 else "         ") + f'"{piece}"' + (")" if k == len(pieces) - 1 else "")
+                      for k, piece in enumerate(pieces))
     return (
         "import os\n"
         "import subprocess\n"
         "import sys\n"
         "\n"
         f'CLBOOK = "{version}"  # the clbook this chapter was run with\n'
+        f"{wheel}\n"
         "try:\n"
         "    import clbook\n"
         "    assert clbook.__version__ == CLBOOK\n"
         "except (ImportError, AssertionError):\n"
-        f'    wheel = os.environ.get("CLBOOK_WHEEL_URL", "{url}")\n'
-        '    print(f"Installing clbook {CLBOOK} from {wheel} (about half a minute) ...", file=sys.stderr, flush=True)\n'
-        '    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", wheel], capture_output=True, text=True)\n'
+        '    wheel = os.environ.get("CLBOOK_WHEEL_URL", WHEEL)\n'
+        '    print(f"Installing clbook {CLBOOK} from {wheel} (about half a minute)"\n'
+        '          " ...", file=sys.stderr, flush=True)\n'
+        "    pip = subprocess.run(\n"
+        '        [sys.executable, "-m", "pip", "install", "-q", wheel],\n'
+        "        capture_output=True, text=True)\n"
         "    if pip.returncode != 0:\n"
         '        why = (pip.stderr.strip().splitlines() or ["pip failed"])[-1]\n'
-        '        raise RuntimeError(f"could not install clbook {CLBOOK} from {wheel}: {why}") from None\n'
+        '        raise RuntimeError(f"could not install clbook {CLBOOK} from {wheel}: "\n'
+        '                           f"{why}") from None\n'
         '    if "clbook" in sys.modules:\n'
-        '        raise RuntimeError(f"clbook was updated to {CLBOOK}: restart the kernel and run this chapter again.") from None\n'
+        '        raise RuntimeError(f"clbook was updated to {CLBOOK}: restart the "\n'
+        '                           "kernel and run this chapter again.") from None\n'
         '    print(f"clbook {CLBOOK} installed.", file=sys.stderr, flush=True)\n'
         "    import clbook"
     )
