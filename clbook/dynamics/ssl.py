@@ -318,11 +318,6 @@ class GDResult:
     steps: int
     stopping_reason: str
 
-    @property
-    def reason(self) -> str:
-        """The former name of :attr:`stopping_reason` (Chapter 11 still reads it)."""
-        return self.stopping_reason
-
 
 def _clip_operator(W: torch.Tensor, c: float = 1.0) -> torch.Tensor:
     U, s, Vh = torch.linalg.svd(W, full_matrices=False)
