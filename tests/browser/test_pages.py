@@ -168,3 +168,20 @@ def test_panel_moves_without_a_kernel(chapter, server, browser):
     context.close()
     print(f"{page}: {len(manifest['frames'])} frames, every control moved, slowest frame {slowest:.0f} ms")
     assert slowest < 100, f"{page}: a frame took {slowest:.0f} ms to show (budget 100 ms)"
+
+
+SCROLL = """() => [...document.querySelectorAll('div.cell_input pre, div.highlight pre')]
+  .filter(pre => pre.offsetParent !== null && pre.scrollWidth > pre.clientWidth + 1)
+  .map(pre => pre.textContent.split('\\n').reduce((a, b) => a.length >= b.length ? a : b, '').slice(0, 100))"""
+
+
+@pytest.mark.parametrize("chapter", sorted(CHAPTER_PAGES))
+def test_no_code_cell_scrolls_sideways(chapter, server, browser):
+    """At the default width, no visible code cell of a chapter is wider than the book's column."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(server) else r.abort())
+    tab = context.new_page()
+    tab.goto(f"{server}/book/{chapter}.html", wait_until="load")
+    wide = tab.evaluate(SCROLL)
+    context.close()
+    assert not wide, f"book/{chapter}.html: {len(wide)} code cells scroll sideways, e.g. the line {wide[0]!r}"
