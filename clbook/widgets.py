@@ -27,8 +27,11 @@ __all__ = ["PanelSpec", "panel", "static", "extremes", "frame_grid", "render_png
 
 @dataclass(frozen=True)
 class PanelSpec:
-    """A chapter's parameter panel: ``figure(**values)`` returns a matplotlib figure; ``controls()`` builds the
-    bounded widgets, name -> widget, whose values are the figure's keyword arguments."""
+    """A chapter's parameter panel.
+
+    ``figure(**values)`` returns a matplotlib figure; ``controls()`` builds the bounded widgets, name -> widget, whose
+    values are the figure's keyword arguments.
+    """
 
     chapter: str
     figure: Callable
@@ -42,8 +45,11 @@ class PanelSpec:
 
 
 def extremes(controls: dict) -> list[dict]:
-    """The values at which a panel is tested: every control at its initial value, then each control alone at
-    each end of its range (sliders) or at each option (dropdowns, checkboxes)."""
+    """The values at which a panel is tested.
+
+    every control at its initial value, then each control alone at each end of its range (sliders) or at each option
+    (dropdowns, checkboxes).
+    """
     if not isinstance(controls, dict) or not all(isinstance(c, w.ValueWidget) for c in controls.values()):
         raise TypeError(f"controls must be a dict of name -> ipywidgets control; got controls = {controls!r}.")
     base = {name: c.value for name, c in controls.items()}
@@ -64,8 +70,11 @@ def extremes(controls: dict) -> list[dict]:
 
 
 def _grid_values(c, points: int) -> tuple[list, list[str]]:
-    """The values of one control in the frame grid and their labels: ``points`` across a slider's range (snapped to
-    its step, the initial value included), every option of a dropdown, both states of a checkbox."""
+    """The values of one control in the frame grid and their labels.
+
+    ``points`` across a slider's range (snapped to its step, the initial value included), every option of a dropdown,
+    both states of a checkbox.
+    """
     import numpy as np
 
     if isinstance(c, w.FloatLogSlider):
@@ -89,8 +98,10 @@ def _grid_values(c, points: int) -> tuple[list, list[str]]:
 
 
 def frame_grid(controls: dict, *, points: int = 5) -> dict:
-    """The frames that let a panel move without a kernel: its figure at the controls' initial values, and at
-    ``points`` values of each control (every option of a dropdown) with the others at their initial values.
+    """The frames that let a panel move without a kernel.
+
+    its figure at the controls' initial values, and at ``points`` values of each control (every option of a dropdown)
+    with the others at their initial values.
 
     Returns ``{"controls": [{"name", "label", "labels", "default"}], "frames": {key: values}}`` where ``key`` is
     ``""`` for the initial frame and ``"<name>=<index>"`` for a control moved to ``labels[index]``; ``values`` are
@@ -171,8 +182,10 @@ def render_png(fig, *, dpi: int = PANEL_DPI) -> bytes:
 
 
 def static(figure_fn, **params) -> None:
-    """Draw ``figure_fn(**params)`` once and show it: the panel's static twin (a :class:`PanelSpec` draws at its
-    controls' initial values)."""
+    """Draw ``figure_fn(**params)`` once and show it.
+
+    the panel's static twin (a :class:`PanelSpec` draws at its controls' initial values).
+    """
     if isinstance(figure_fn, PanelSpec):
         params = {name: c.value for name, c in figure_fn.controls().items()} | params
         figure_fn = figure_fn.figure

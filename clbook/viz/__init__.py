@@ -36,9 +36,11 @@ def use_style() -> None:
 
 
 class _ConstrainedOnce(ConstrainedLayoutEngine):
-    """Constrained layout that is not recomputed for a figure it has just laid out, unchanged, at the same dpi and
-    size. ``savefig`` without a tight bounding box (a live panel's PNG) draws a figure twice, and each draw ran the
-    layout, the costliest part of drawing a small figure; the second run found the same layout (identical PNG)."""
+    """Constrained layout that is not recomputed for a figure it has just laid out, unchanged, at the same dpi and size.
+
+    ``savefig`` without a tight bounding box (a live panel's PNG) draws a figure twice, and each draw ran the layout,
+    the costliest part of drawing a small figure; the second run found the same layout (identical PNG).
+    """
 
     _key = None
 
@@ -93,9 +95,11 @@ def figure(ncols: int = 1, nrows: int = 1, *, width: float = 6.4, height: float 
 
 
 def light_log_ticks(fig):
-    """Turn off the minor ticks of ``fig``'s log and symlog axes and return ``fig``: a panel's figure draws faster
-    (each minor tick is a full matplotlib tick with its own lines and label; on an axis spanning several decades they
-    cost more to draw than the rest of the figure). The major ticks, labels and grid stay."""
+    """Turn off the minor ticks of ``fig``'s log and symlog axes and return ``fig``.
+
+    a panel's figure draws faster (each minor tick is a full matplotlib tick with its own lines and label; on an axis
+    spanning several decades they cost more to draw than the rest of the figure). The major ticks, labels and grid stay.
+    """
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
             if axis.get_scale() in ("log", "symlog"):

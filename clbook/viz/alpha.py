@@ -1,5 +1,6 @@
-r"""Figures of the pairwise importance :math:`\alpha` (Tian 2022, α-CL): Chapter 1 (the members of the loss family,
-Eq. 4) and Chapter 4 (the min players of Sec. 6).
+r"""Figures of the pairwise importance :math:`\alpha` (Tian 2022, α-CL).
+
+Chapter 1 (the members of the loss family, Eq. 4) and Chapter 4 (the min players of Sec. 6).
 
 Compute lives in :mod:`clbook.alpha` and :mod:`clbook.losses`; this module draws. The panel functions
 (:func:`member_weights`, :func:`rules`) take only the panel's control values; the others take their data.
@@ -85,9 +86,10 @@ def row_sums(d_pos, sums, *, ax=None):
 
 def rules(temperature: float = 0.5, power: float = 4.0, n: int = 128, gamma: float = 2.0, temperature_rs: float = 5.0,
           seed: int = 4):
-    r"""Chapter 4's panel: the weight of each negative of anchor 0 under each rule of :mod:`clbook.alpha`, scaled by
-    :math:`N - 1` (uniform weights sit at 1), against :math:`d_{0j}^2 = 1 - \cos` for ``n`` random unit vectors in
-    :math:`\mathbb R^{16}`.
+    r"""Chapter 4's panel.
+
+    the weight of each negative of anchor 0 under each rule of :mod:`clbook.alpha`, scaled by :math:`N - 1` (uniform
+    weights sit at 1), against :math:`d_{0j}^2 = 1 - \cos` for ``n`` random unit vectors in :math:`\mathbb R^{16}`.
 
     ``temperature``, ``power``, ``temperature_rs`` > 0, ``gamma > 1``, ``2 <= n <= 1024`` (the panel's sliders stay
     inside). Returns the figure.

@@ -21,8 +21,11 @@ __all__ = ["plot_discrepancies", "stability_panel", "power_iteration_panel", "PA
 
 
 def plot_discrepancies(runs, *, ax=None):
-    r"""The discrepancy :math:`\|w(t+1) - w(t)\|_2` of each :class:`~clbook.dynamics.critical.PowerIteration` in ``runs``
-    against the iteration, on a log scale (values below 1e-17 drawn at 1e-17). Returns the axes."""
+    r"""The discrepancy :math:`\|w(t+1) - w(t)\|_2` of each power iteration against the iteration.
+
+    One line per :class:`~clbook.dynamics.critical.PowerIteration` in ``runs``, on a log scale (values below 1e-17
+    drawn at 1e-17). Returns the axes.
+    """
     if ax is None:
         _, ax = figure(width=6.4, height=3.0)
     for r in runs:
@@ -34,10 +37,12 @@ def plot_discrepancies(runs, *, ax=None):
 
 
 def stability_panel(sigma: float = 0.5, weight3: float = 0.4):
-    r"""Chapter 7's panel: the landscape :math:`\mathcal E(\theta)` of the three-cluster mixture (``sigma`` in [0.05, 1],
-    weight of the third cluster ``weight3`` in [0.1, 0.8], the other two sharing the rest) on 720 angles, with
-    :math:`\lambda_{\rm gap}` and :math:`\rho` (:func:`~clbook.dynamics.critical.stability_report`) at each grid maximum.
-    Returns the figure."""
+    r"""Chapter 7's panel.
+
+    the landscape :math:`\mathcal E(\theta)` of the three-cluster mixture (``sigma`` in [0.05, 1], weight of the third
+    cluster ``weight3`` in [0.1, 0.8], the other two sharing the rest) on 720 angles, with :math:`\lambda_{\rm gap}` and
+    :math:`\rho` (:func:`~clbook.dynamics.critical.stability_report`) at each grid maximum. Returns the figure.
+    """
     mix = critical.three_clusters(sigma, weights=(0.5 * (1 - weight3), 0.5 * (1 - weight3), weight3))
     theta = torch.linspace(-math.pi, math.pi, 721, dtype=torch.float64)[:-1]
     E = critical.mixture_landscape(theta, mix)
@@ -62,9 +67,12 @@ class _Run(NamedTuple):
 
 
 def _power_iterations(W0, A_fn, *, steps: int, shift: float, cycle_tol: float = 1e-12) -> list[_Run]:
-    r"""Eq. PI from every row of ``W0 [K, d]`` at once (``A_fn`` maps ``[K, d]`` to ``[K, d, d]``): the map, the
-    discrepancies and the cycle rule of :func:`clbook.dynamics.critical.power_iteration`, one batched :math:`A(w)` per
-    step, without the eigen-decomposition behind its diagnostics :math:`c_t` and gaps (the panel draws neither)."""
+    r"""Eq. PI from every row of ``W0 [K, d]`` at once (``A_fn`` maps ``[K, d]`` to ``[K, d, d]``).
+
+    the map, the discrepancies and the cycle rule of :func:`clbook.dynamics.critical.power_iteration`, one batched
+    :math:`A(w)` per step, without the eigen-decomposition behind its diagnostics :math:`c_t` and gaps (the panel draws
+    neither).
+    """
     W = W0 / torch.linalg.vector_norm(W0, dim=1, keepdim=True)
     Ws = [W]
     with torch.no_grad():
@@ -84,11 +92,14 @@ def _power_iterations(W0, A_fn, *, steps: int, shift: float, cycle_tol: float = 
 
 
 def power_iteration_panel(eta: float = 0.1, shift: float = 0.0, init_noise: float = 0.0, steps: int = 100):
-    r"""Chapter 8's panel: power iteration (Eq. PI, shift ``shift`` in [0, 3]) on the latent summation model with
-    :math:`M = d = 8`, :math:`q = 0.2` and patterns :func:`~clbook.dynamics.critical.perturbed_patterns` by ``eta`` in
-    [0, 0.5], from :math:`w(0) = u_m + \epsilon g_m` (``init_noise`` :math:`\epsilon` in [0, 1]), ``steps`` in [10, 300];
-    counts the runs that converge, cycle or end near their :math:`u_m`. The eight runs iterate together (the map and
-    the counts of :func:`~clbook.dynamics.critical.power_iteration`, batched). Returns the figure."""
+    r"""Chapter 8's panel.
+
+    power iteration (Eq. PI, shift ``shift`` in [0, 3]) on the latent summation model with :math:`M = d = 8`, :math:`q =
+    0.2` and patterns :func:`~clbook.dynamics.critical.perturbed_patterns` by ``eta`` in [0, 0.5], from :math:`w(0) =
+    u_m + \epsilon g_m` (``init_noise`` :math:`\epsilon` in [0, 1]), ``steps`` in [10, 300]; counts the runs that
+    converge, cycle or end near their :math:`u_m`. The eight runs iterate together (the map and the counts of
+    :func:`~clbook.dynamics.critical.power_iteration`, batched). Returns the figure.
+    """
     U = critical.perturbed_patterns(8, eta, generator=generator(5))
     model = latent.latent_summation(U, 0.2)
     A_fn = lambda W: onelayer.gated_covariance(W, model.atoms, model.probs)  # noqa: E731

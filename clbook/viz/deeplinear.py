@@ -19,9 +19,11 @@ __all__ = ["figure2", "figure2_panel", "PANEL", "PANELS"]
 
 
 def figure2(result, *, start: int = 0, margins=None):
-    r"""A :class:`~clbook.dynamics.deeplinear.TrainResult` as the paper's Fig. 2: left, :math:`\mathcal E/\lambda_{\max}`
-    against steps; right, :math:`\sigma_1` (solid) and :math:`\sigma_2` (dashed) of every layer. ``margins``: as for
-    :func:`clbook.viz.figure` (a panel's fixed margins). Returns the figure."""
+    r"""A :class:`~clbook.dynamics.deeplinear.TrainResult` as the paper's Fig. 2.
+
+    left, :math:`\mathcal E/\lambda_{\max}` against steps; right, :math:`\sigma_1` (solid) and :math:`\sigma_2` (dashed)
+    of every layer. ``margins``: as for :func:`clbook.viz.figure` (a panel's fixed margins). Returns the figure.
+    """
     if not isinstance(result, dl.TrainResult):
         raise TypeError(f"result must be a clbook.dynamics.deeplinear.TrainResult; got {type(result).__name__}.")
     if not 0 <= start < result.energy.shape[1]:
@@ -43,11 +45,13 @@ def figure2(result, *, start: int = 0, margins=None):
 
 
 def _train_numpy(X, weights, *, steps: int, eta: float, record_every: int, layer_scaled: bool) -> dl.TrainResult:
-    r""":func:`clbook.dynamics.deeplinear.train` (Frobenius constraint, one start, ``tol = 0``) in numpy: the same
-    projected ascent on Eq. 11 (Lemma 1's flow from the prefix covariances and suffix Gram matrices, its tangent part,
-    the retraction) and the same records. On a panel's 8 x 8 matrices torch's per-operation overhead is most of the
-    time; numpy's is a few times smaller. Agrees with ``train`` to rounding (recorded energies and singular values
-    within 1e-13 at the ends of the panel's ranges)."""
+    r""":func:`clbook.dynamics.deeplinear.train` (Frobenius constraint, one start, ``tol = 0``) in numpy.
+
+    the same projected ascent on Eq. 11 (Lemma 1's flow from the prefix covariances and suffix Gram matrices, its
+    tangent part, the retraction) and the same records. On a panel's 8 x 8 matrices torch's per-operation overhead is
+    most of the time; numpy's is a few times smaller. Agrees with ``train`` to rounding (recorded energies and singular
+    values within 1e-13 at the ends of the panel's ranges).
+    """
     Ws = [W[0].detach().cpu().numpy() for W in dl.project(weights)]
     F0 = X.detach().cpu().numpy()
     L = len(Ws)
@@ -85,11 +89,13 @@ def _train_numpy(X, weights, *, steps: int, eta: float, record_every: int, layer
 
 def figure2_panel(depth: int = 5, width: int = 8, gap: float = 1.0, augmentation: float = 0.5, eta: float = 0.3,
                   layer_scaled: bool = False):
-    """Chapter 2's panel: the run of :func:`clbook.dynamics.deeplinear.figure2_data` (800 steps, seed 1, recorded
-    every 5 steps) drawn by :func:`figure2`; the training runs in numpy (:func:`_train_numpy`, the same updates).
+    r"""Chapter 2's panel.
+
+    the run of :func:`clbook.dynamics.deeplinear.figure2_data` (800 steps, seed 1, recorded every 5 steps) drawn by
+    :func:`figure2`; the training runs in numpy (:func:`_train_numpy`, the same updates).
 
     ``1 <= depth <= 8``, ``2 <= width <= 16``, ``gap`` in [0, 3], ``augmentation`` in [0, 1] (above about 1.2 the
-    batch's :math:`\\lambda_{\\max}(X_\\alpha)` turns negative and Theorem 3 no longer applies), ``eta`` in
+    batch's :math:`\lambda_{\max}(X_\alpha)` turns negative and Theorem 3 no longer applies), ``eta`` in
     [0.01, 0.6]. Returns the figure.
     """
     depth, width = check_int("depth", depth, 1, 8), check_int("width", width, 2, 64)

@@ -1,5 +1,6 @@
-"""Figures of Chapter 16 (training dynamics of dual networks, Pokle et al. 2022): the phase sweep of Theorem 3 and
-the alternating-optimisation panel.
+"""Figures of Chapter 16 (training dynamics of dual networks, Pokle et al. 2022).
+
+the phase sweep of Theorem 3 and the alternating-optimisation panel.
 
 Compute lives in :mod:`clbook.dynamics.dual`; this module draws.
 """
@@ -25,8 +26,10 @@ def _np(x):
 
 
 def sweep(bias, product, ratios):
-    r"""The measured half-round ratio on a grid: left, :math:`\log` ratio over the :math:`(b, \alpha^2\beta)` plane with
-    the boundary :math:`\alpha^2\beta = 1 - b`; right, the ratio against :math:`\alpha^2\beta/(1-b)` (log-log).
+    r"""The measured half-round ratio on a grid.
+
+    left, :math:`\log` ratio over the :math:`(b, \alpha^2\beta)` plane with the boundary :math:`\alpha^2\beta = 1 - b`;
+    right, the ratio against :math:`\alpha^2\beta/(1-b)` (log-log).
 
     ``bias`` ``[nb]``, ``product`` ``[ns]`` (the values of :math:`\alpha^2\beta`), ``ratios`` ``[ns, nb]`` (> 0).
     Returns the figure.
@@ -54,8 +57,11 @@ def sweep(bias, product, ratios):
 
 @functools.lru_cache(maxsize=32)
 def _alternating(keep, sparsity, bias, delta, d, rounds, seed, setup_key):
-    """The alternating optimisation of :func:`phase`, cached per control value (moving a control back shows the run
-    again at once; ``setup_key``, the device and dtype of ``clbook.setup``, is part of the key). Read-only."""
+    """The alternating optimisation of :func:`phase`, cached per control value.
+
+    Moving a control back shows the run
+    again at once; ``setup_key``, the device and dtype of ``clbook.setup``, is part of the key). Read-only.
+    """
     gen = generator(seed)
     device, dtype = defaults()
     eye = torch.eye(d, device=device, dtype=dtype)
@@ -67,11 +73,14 @@ def _alternating(keep, sparsity, bias, delta, d, rounds, seed, setup_key):
 
 def _alternating_numpy(Wo, Wt, b: float, *, keep: float, sparsity: float, eta: float, inner_steps: int,
                        rounds: int) -> dual.AlternatingRun:
-    r""":func:`clbook.dynamics.dual.alternating` in numpy, with the enumeration of latents and masks
+    r""":func:`clbook.dynamics.dual.alternating` in numpy.
+
+    With the enumeration of latents and masks
     (:func:`clbook.data.sparse_coding.enumerate_latents`, :func:`~clbook.data.sparse_coding.enumerate_masks`) made
     once instead of at every gradient: the same half-rounds of row-normalised steps on
     :func:`~clbook.dynamics.dual.population_gradient`'s exact gradient, and the same records. On a panel's
-    :math:`d\le4` the per-operation overhead of torch and of the argument checks is most of the time."""
+    :math:`d\le4` the per-operation overhead of torch and of the argument checks is most of the time.
+    """
     d = Wo.shape[0]
     Z, pz = (np.asarray(t.detach().cpu(), dtype=np.float64) for t in sc.enumerate_latents(d, sparsity=sparsity))
     D, pd = (np.asarray(t.detach().cpu(), dtype=np.float64) for t in sc.enumerate_masks(d, keep=keep))

@@ -27,8 +27,11 @@ def _axes(ax, width=3.4, height=2.6):
 
 
 def plot_filters(filters, *, used=None, ax=None):
-    """Heat map of the filters of one receptive field, ``filters [M, d]`` (rows: filters, each scaled to unit norm;
-    columns: tokens), as in the paper's Fig. 5; ``used [d]`` (bool) marks the candidate tokens with dotted lines."""
+    """Heat map of the filters of one receptive field, ``filters [M, d]`` (rows.
+
+    filters, each scaled to unit norm; columns: tokens), as in the paper's Fig. 5; ``used [d]`` (bool) marks the
+    candidate tokens with dotted lines.
+    """
     W = torch.as_tensor(filters).detach().double().cpu()
     if W.ndim != 2:
         raise ValueError(f"filters must be [M, d]; got shape {tuple(W.shape)}.")
@@ -44,8 +47,10 @@ def plot_filters(filters, *, used=None, ax=None):
 
 
 def plot_history(history, labels, *, chance=None, ax=None):
-    r""":math:`\bar\chi_+` against the step for each variant of a run with ``history_every`` (first seed);
-    ``history`` is :attr:`clbook.experiments.hierarchical.TrainResult.history`, ``chance`` a dashed level."""
+    r""":math:`\bar\chi_+` against the step for each variant of a run with ``history_every`` (first seed).
+
+    ``history`` is :attr:`clbook.experiments.hierarchical.TrainResult.history`, ``chance`` a dashed level.
+    """
     ax = _axes(ax, 4.8, 2.8)
     steps = [s for s, _ in history]
     for v, name in enumerate(labels):
@@ -58,9 +63,12 @@ def plot_history(history, labels, *, chance=None, ax=None):
 
 
 def plot_matching(rows, *, loss: str = "infonce", value: str = "chi_plus", chance=None, ax=None):
-    r"""Fig. 4 / Figs 9-10: the matching score against :math:`\beta`, one panel per :math:`P`, one line per activation
-    (mean ± sd over seeds). ``rows`` from :func:`clbook.experiments.hierarchical.rows`; ``ax`` one axis per
-    :math:`P`; ``chance`` a dict ``{(beta, P): level}`` drawn dashed. Returns the axes."""
+    r"""Fig. 4 / Figs 9-10.
+
+    the matching score against :math:`\beta`, one panel per :math:`P`, one line per activation (mean ± sd over seeds).
+    ``rows`` from :func:`clbook.experiments.hierarchical.rows`; ``ax`` one axis per :math:`P`; ``chance`` a dict
+    ``{(beta, P): level}`` drawn dashed. Returns the axes.
+    """
     stats = hx.summary([r for r in rows if r["loss"] == loss], keys=("activation", "candidates", "beta"), value=value)
     cands = sorted({k[1] for k in stats})
     if ax is None:
@@ -85,8 +93,10 @@ def plot_matching(rows, *, loss: str = "infonce", value: str = "chi_plus", chanc
 
 
 def plot_digit_filters(filters, *, ax=None):
-    """The filters of the digits substitute, ``filters [4, 16, 16]`` (4 fields × 16 filters × 4×4 pixels), as one 32×32
-    image (each field a 4×4 block of filters, each filter scaled to its largest entry)."""
+    """The filters of the digits substitute, ``filters [4, 16, 16]``, as one 32×32 image.
+
+    4 fields × 16 filters × 4×4 pixels (each field a 4×4 block of filters, each filter scaled to its largest entry).
+    """
     W = torch.as_tensor(filters).detach().double().cpu()
     if W.shape != (4, 16, 16):
         raise ValueError(f"filters must be [4, 16, 16]; got shape {tuple(W.shape)}.")
@@ -100,9 +110,12 @@ def plot_digit_filters(filters, *, ax=None):
 
 @functools.lru_cache(maxsize=32)
 def _explore_run(activation, beta, candidates, zeta, bn, steps, setup_key):
-    """The training of :func:`explore` and the candidate tokens of :math:`R_0`, cached per control value (a reader
+    """The training of :func:`explore` and the candidate tokens of :math:`R_0`, cached per control value.
+
+    A reader
     who moves a control back sees the run again at once; ``setup_key``, the device and dtype of ``clbook.setup``, is
-    part of the key). Read-only."""
+    part of the key). Read-only.
+    """
     result = hx.train([hx.Variant(activation, "infonce", bn)], [1], beta=beta, candidates=candidates, zeta=zeta,
                       steps=steps, dtype=torch.float32)
     return result, hg.make_worlds([1], candidates_per_position=candidates).used_tokens()[0, 0]
@@ -110,9 +123,12 @@ def _explore_run(activation, beta, candidates, zeta, bn, steps, setup_key):
 
 def explore(activation: str = "relu", beta: int = 5, candidates: int = 3, zeta: float = 1.0, bn: str = "mean",
             steps: int = 150):
-    r"""Chapter 10's panel: one run (seed 1, float32) of the Sec. 5 network for ``steps`` steps; the filters of receptive
-    field :math:`R_0` with its candidate tokens marked. ``1 <= beta <= 5``, ``1 <= candidates <= 5`` (at most 25 filters, so
-    that an update stays near a second), ``zeta`` in [1, 10], ``steps`` in [50, 300]. Returns the figure."""
+    r"""Chapter 10's panel.
+
+    one run (seed 1, float32) of the Sec. 5 network for ``steps`` steps; the filters of receptive field :math:`R_0` with
+    its candidate tokens marked. ``1 <= beta <= 5``, ``1 <= candidates <= 5`` (at most 25 filters, so that an update
+    stays near a second), ``zeta`` in [1, 10], ``steps`` in [50, 300]. Returns the figure.
+    """
     result, used = _explore_run(activation, int(beta), int(candidates), float(zeta), bn, int(steps), str(defaults()))
     fig, ax = figure(width=4.6, height=3.0, margins={"left": 0.6, "top": 0.35})
     plot_filters(result.filters[0, 0, 0], used=used, ax=ax)

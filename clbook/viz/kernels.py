@@ -17,8 +17,11 @@ SCALES = (1.0, 1.0, 1.0, 0.3, 0.1)
 
 
 def plot_min_eigenvalues(values, *, limit: float, ax=None):
-    """Histogram of the smallest eigenvalues ``values`` of finite-batch covariances, with the limit's smallest eigenvalue
-    (dashed) and zero (dotted); the title gives the fraction of indefinite batches. Returns the axes."""
+    """Histogram of the smallest eigenvalues ``values`` of finite-batch covariances.
+
+    With the limit's smallest eigenvalue
+    (dashed) and zero (dotted); the title gives the fraction of indefinite batches. Returns the axes.
+    """
     import torch
 
     values = torch.as_tensor(values).detach().cpu()
@@ -34,9 +37,12 @@ def plot_min_eigenvalues(values, *, limit: float, ax=None):
 
 
 def psd_panel(n: int = 64, noise: float = 1.0):
-    r"""Chapter 5's panel: the distribution of :math:`\lambda_{\min}(\mathbb C^{(N)}_\alpha[x])` over 100 batches of size
-    ``n`` in [4, 512] with augmentation noise ``noise`` in [0, 2] (uniform :math:`\alpha`, the data of :data:`SCALES`).
-    Returns the figure."""
+    r"""Chapter 5's panel.
+
+    the distribution of :math:`\lambda_{\min}(\mathbb C^{(N)}_\alpha[x])` over 100 batches of size ``n`` in [4, 512]
+    with augmentation noise ``noise`` in [0, 2] (uniform :math:`\alpha`, the data of :data:`SCALES`). Returns the
+    figure.
+    """
     fig, ax = figure(width=5.6, height=3.0, margins={"top": 0.35})
     values = batch_min_eigenvalues(int(n), 100, scales=SCALES, noise=noise, generator=generator(1))
     plot_min_eigenvalues(values, limit=min(SCALES) ** 2, ax=ax)

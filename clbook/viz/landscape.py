@@ -1,5 +1,6 @@
-"""Figures of Chapter 15 (the landscape of Theorem 1 of Pokle et al. 2022): the flat valley of the non-contrastive
-loss, as a panel.
+"""Figures of Chapter 15 (the landscape of Theorem 1 of Pokle et al. 2022).
+
+the flat valley of the non-contrastive loss, as a panel.
 
 Compute lives in :mod:`clbook.dynamics.landscape`; this module draws.
 """
@@ -18,7 +19,9 @@ __all__ = ["valley", "PANELS"]
 
 
 def valley(keep: float = 0.5, d: int = 10, seed: int = 0, n: int = 120):
-    r"""Loss :math:`L_{\text{non-CL}}(W, W)` against the minimum max-cosine for non-negative matrices of :math:`\mathcal U`
+    r"""Loss :math:`L_{\text{non-CL}}(W, W)` against the minimum max-cosine.
+
+    For non-negative matrices of :math:`\mathcal U`
     with a varying fraction of zeros (dense to permutation-like), collapsed ones, and signed ones.
 
     Every non-negative matrix sits on :math:`L = 2 - 2\alpha^2` whatever its max-cosine; only signed matrices lie

@@ -20,8 +20,11 @@ __all__ = ["plot_pattern_counts", "plot_landscape", "patterns_panel", "PANELS"]
 
 
 def plot_pattern_counts(counts: dict, *, ax=None):
-    r"""Grouped bars: for each run (``{label: counts [M]}``), the number of nodes that converged to each pattern
-    :math:`u_m`. Returns the axes."""
+    r"""Grouped bars.
+
+    for each run (``{label: counts [M]}``), the number of nodes that converged to each pattern :math:`u_m`. Returns the
+    axes.
+    """
     if ax is None:
         _, ax = figure(width=6.4, height=3.0)
     width = 0.8 / max(len(counts), 1)
@@ -37,8 +40,11 @@ def plot_pattern_counts(counts: dict, *, ax=None):
 
 
 def plot_landscape(theta, landscapes: dict, maxima: dict, *, angles=None, ax=None):
-    r"""Fig. 8: each landscape :math:`\mathcal E(\theta)` (``{name: values [T]}``) scaled to its maximum, with its local
-    maxima (``{name: indices}``) marked, against :math:`\theta/\pi`; dotted lines at the data ``angles``. Returns the axes."""
+    r"""Fig. 8.
+
+    each landscape :math:`\mathcal E(\theta)` (``{name: values [T]}``) scaled to its maximum, with its local maxima
+    (``{name: indices}``) marked, against :math:`\theta/\pi`; dotted lines at the data ``angles``. Returns the axes.
+    """
     if ax is None:
         _, ax = figure(width=6.4, height=3.2)
     x = (torch.as_tensor(theta) / math.pi).cpu()
@@ -56,9 +62,12 @@ def plot_landscape(theta, landscapes: dict, maxima: dict, *, angles=None, ax=Non
 
 
 def patterns_panel(num_patterns: int = 6, q: float = 0.2, activation: str = "relu", nodes: int = 60, spread: float = 0.1):
-    r"""Chapter 6's panel: ``nodes`` random starts follow Eq. 7 (200 steps of 1) on a latent summation model with
-    ``num_patterns`` :math:`= M = d` in [2, 8] Haar patterns, all :math:`q_m =` ``q`` in [0.05, 0.6], scales spread by
-    :math:`\pm` ``spread`` in [0, 0.4]; bars count the nodes on each pattern. Returns the figure."""
+    r"""Chapter 6's panel.
+
+    ``nodes`` random starts follow Eq. 7 (200 steps of 1) on a latent summation model with ``num_patterns`` :math:`= M =
+    d` in [2, 8] Haar patterns, all :math:`q_m =` ``q`` in [0.05, 0.6], scales spread by :math:`\pm` ``spread`` in [0,
+    0.4]; bars count the nodes on each pattern. Returns the figure.
+    """
     M = int(num_patterns)
     U = haar_orthonormal(M, generator=generator(11))
     model = latent.latent_summation(U, q, scales=torch.linspace(1 + spread, 1 - spread, M, dtype=U.dtype, device=U.device))

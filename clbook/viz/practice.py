@@ -20,8 +20,11 @@ EXPLORE_MODELS = ("NCL-basic", "NCL-pred", "NCL-basic-code", "CL-basic", "NCL-li
 
 @functools.lru_cache(maxsize=32)
 def _run(model, sparsity, warm_c, aligned, normalize, keep, scheme, epochs, seed, setup_key):
-    """The training of :func:`explore`, cached per control value (moving a control back shows the run again at once;
-    ``setup_key``, the device and dtype of ``clbook.setup``, is part of the key). Read-only."""
+    """The training of :func:`explore`, cached per control value.
+
+    Moving a control back shows the run again at once;
+    ``setup_key``, the device and dtype of ``clbook.setup``, is part of the key). Read-only.
+    """
     p, d, m = 30, 6, 30
     return lx.train(model, sparsities=[sparsity], seeds=[seed], p=p, d=d, m=m, n=256, batch=128, epochs=epochs, lr=0.1,
                     keep=keep, scheme=scheme, warm=p ** (-warm_c / 2) if warm_c > 0 else None, aligned=aligned,
@@ -30,9 +33,9 @@ def _run(model, sparsity, warm_c, aligned, normalize, keep, scheme, epochs, seed
 
 def explore(model: str = "NCL-basic", sparsity: float = 0.2, warm_c: float = 0.0, aligned: bool = False, normalize: str = "none",
             keep: float = 0.5, scheme: str = "independent", epochs: int = 150, seed: int = 1):
-    """One small run (p = 30, d = 6, m = 30, 256 samples, batch 128, lr 0.1): the three max-cosine summaries against epochs.
+    r"""One small run (p = 30, d = 6, m = 30, 256 samples, batch 128, lr 0.1): the three max-cosine summaries against epochs.
 
-    ``warm_c`` = 0 starts at random, otherwise from the warm start with :math:`\\sigma = p^{-c/2}`; ``scheme``: the
+    ``warm_c`` = 0 starts at random, otherwise from the warm start with :math:`\sigma = p^{-c/2}`; ``scheme``: the
     views' masks (independent, Eq. 3, or dependent, Eq. 2). The dashed line is the chance level of a random
     :math:`W` (:func:`clbook.metrics.maxcos.chance_level`). Returns a Figure.
     """

@@ -1,5 +1,6 @@
-r"""Figures of Chapter 3 (Tian 2022, α-CL, Sec. 5): ReLU2Layer's sticky dynamics, the modes one node picks, and the
-paper's Fig. 3.
+r"""Figures of Chapter 3 (Tian 2022, α-CL, Sec. 5).
+
+ReLU2Layer's sticky dynamics, the modes one node picks, and the paper's Fig. 3.
 
 Compute lives in :mod:`clbook.dynamics.relu2layer`; this module draws. :func:`fig3_panel` (the chapter's panel, a
 training panel of about a second) takes only the control values; the other functions take their data.
@@ -22,8 +23,10 @@ def _np(x) -> np.ndarray:
 
 
 def trajectories(pairs, *, record_every: int = 10, entries: int = 8):
-    r"""Theorem 4: entries of :math:`[W_1]_+` along the ReLU network's autograd run (thick) and the sticky linear run
-    (dashed), one panel per ``(title, relu_run, sticky_run)`` in ``pairs``.
+    r"""Theorem 4.
+
+    entries of :math:`[W_1]_+` along the ReLU network's autograd run (thick) and the sticky linear run (dashed), one
+    panel per ``(title, relu_run, sticky_run)`` in ``pairs``.
 
     ``relu_run`` is a :class:`~clbook.dynamics.relu2layer.ReluRun`, ``sticky_run`` a
     :class:`~clbook.dynamics.relu2layer.StickyRun` with ``keep_trajectory`` (start 0 is drawn); both recorded every
@@ -50,8 +53,11 @@ def trajectories(pairs, *, record_every: int = 10, entries: int = 8):
 
 
 def mode_wins(wins, diagonal):
-    r"""Theorem 5: how many starts end at each :math:`e_m` (bars) beside :math:`X_{mm}` (line). ``wins`` and
-    ``diagonal``: vectors of length :math:`M`. Returns the figure."""
+    r"""Theorem 5.
+
+    how many starts end at each :math:`e_m` (bars) beside :math:`X_{mm}` (line). ``wins`` and ``diagonal``: vectors of
+    length :math:`M`. Returns the figure.
+    """
     w, x = _np(wins), _np(diagonal)
     if w.shape != x.shape or w.ndim != 1:
         raise ValueError(f"wins and diagonal must be vectors of the same length; got shapes {w.shape} and {x.shape}.")
@@ -68,7 +74,9 @@ def mode_wins(wins, diagonal):
 
 
 def fig3(problem, run, *, start: int = 0, margins=None):
-    r"""The paper's Fig. 3: heat maps of the converged :math:`W_1` and :math:`W_2^\top W_2` of ``run`` (a
+    r"""The paper's Fig. 3.
+
+    heat maps of the converged :math:`W_1` and :math:`W_2^\top W_2` of ``run`` (a
     :class:`~clbook.dynamics.relu2layer.StickyRun` on ``problem``, a :class:`~clbook.dynamics.relu2layer.Problem`).
 
     The title reports :math:`\max_m X_{mm}` and :math:`\lambda_{\max}(X_\alpha)` (both divided by the largest entry
@@ -95,11 +103,13 @@ def fig3(problem, run, *, start: int = 0, margins=None):
 
 
 def _sticky_numpy(W1, W2, X, *, eta: float, steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r""":func:`clbook.dynamics.relu2layer.sticky_ascent` (sticky, top layer trained, one start, ``tol = 0``) in numpy:
-    the same steps :math:`W_1\leftarrow[W_1 + \eta\,\mathbb I(W_1>0)\odot G_1]_+/\|\cdot\|_F`,
-    :math:`W_2\leftarrow(W_2 + \eta G_2)/\|\cdot\|_F`, with the products in the same order. On a panel's small
-    matrices torch's per-operation overhead is most of the time; numpy's is a few times smaller. Returns the final
-    ``W1 [K, d]``, ``W2 [n2, K]`` and the last step's :math:`\max|\Delta W|`."""
+    r""":func:`clbook.dynamics.relu2layer.sticky_ascent` (sticky, top layer trained, one start, ``tol = 0``) in numpy.
+
+    the same steps :math:`W_1\leftarrow[W_1 + \eta\,\mathbb I(W_1>0)\odot G_1]_+/\|\cdot\|_F`, :math:`W_2\leftarrow(W_2
+    + \eta G_2)/\|\cdot\|_F`, with the products in the same order. On a panel's small matrices torch's per-operation
+    overhead is most of the time; numpy's is a few times smaller. Returns the final ``W1 [K, d]``, ``W2 [n2, K]`` and
+    the last step's :math:`\max|\Delta W|`.
+    """
     W1, W2, X = (np.asarray(torch.as_tensor(a).detach().cpu(), dtype=np.float64) for a in (W1, W2, X))
     W1, W2 = W1 / np.linalg.norm(W1), W2 / np.linalg.norm(W2)
     change = np.inf
@@ -116,8 +126,10 @@ def _sticky_numpy(W1, W2, X, *, eta: float, steps: int) -> tuple[np.ndarray, np.
 
 
 def fig3_panel(gamma_low: float = 0.05, gamma_high: float = 4.0, modes: int = 8, hidden: int = 10, seed: int = 0):
-    r"""Chapter 3's panel: the run of :func:`clbook.dynamics.relu2layer.fig3_run` (3000 sticky steps, 20 outputs,
-    step 0.2) drawn by :func:`fig3`; the sticky ascent runs in numpy (:func:`_sticky_numpy`, the same steps).
+    r"""Chapter 3's panel.
+
+    the run of :func:`clbook.dynamics.relu2layer.fig3_run` (3000 sticky steps, 20 outputs, step 0.2) drawn by
+    :func:`fig3`; the sticky ascent runs in numpy (:func:`_sticky_numpy`, the same steps).
 
     ``gamma_low`` in [0.01, 1], ``gamma_high`` in [1, 5], ``2 <= modes <= 12``, ``1 <= hidden <= 16``,
     ``0 <= seed <= 20``. Returns the figure.

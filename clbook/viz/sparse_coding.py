@@ -1,5 +1,6 @@
-"""Figures of Chapter 14 (the sparse-coding testbed of Pokle et al. 2022): the testbed panel and the chance level
-of the max-cosine metric against the width.
+"""Figures of Chapter 14 (the sparse-coding testbed of Pokle et al. 2022).
+
+the testbed panel and the chance level of the max-cosine metric against the width.
 
 Compute lives in :mod:`clbook.data.sparse_coding` and :mod:`clbook.metrics.maxcos`; these functions only draw.
 """
@@ -18,8 +19,9 @@ __all__ = ["testbed", "chance_curve", "PANELS"]
 
 
 def testbed(sparsity: float = 0.2, masking: float = 0.5, noise: float = 0.15, scheme: str = "independent", seed: int = 0):
-    r"""A small instance of the testbed (:math:`p = 20`, :math:`d = 5`, :math:`m = 20`, twelve samples): latents, inputs,
-    the two masked views, and the per-atom max-cosine of a random encoder with its chance band.
+    r"""A small instance of the testbed (:math:`p = 20`, :math:`d = 5`, :math:`m = 20`, twelve samples).
+
+    latents, inputs, the two masked views, and the per-atom max-cosine of a random encoder with its chance band.
 
     ``sparsity`` :math:`\beta\in[0.05, 1]`, ``masking`` :math:`1-\alpha\in[0, 0.95]`, ``noise`` :math:`\sigma_0\in[0, 1]`,
     ``scheme`` ``"independent"`` or ``"dependent"``, ``seed >= 0``. Returns the figure.

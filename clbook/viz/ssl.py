@@ -22,8 +22,11 @@ __all__ = ["singular_values", "moons_run", "fig1", "fig1_panel", "PANEL", "PANEL
 
 
 def singular_values(times, sv):
-    r"""Left: the singular values ``sv [T, k]`` of :math:`\Theta_t` against ``times [T]`` (log scale); right,
-    :math:`\sigma_2/\sigma_1`. Returns the figure."""
+    r"""Left.
+
+    the singular values ``sv [T, k]`` of :math:`\Theta_t` against ``times [T]`` (log scale); right,
+    :math:`\sigma_2/\sigma_1`. Returns the figure.
+    """
     times, sv = torch.as_tensor(times).cpu(), torch.as_tensor(sv).cpu()
     fig, (a1, a2) = figure(ncols=2, width=8.0, height=3.0)
     a1.semilogy(times, sv)
@@ -36,9 +39,12 @@ def singular_values(times, sv):
 
 
 def moons_run(C, *, constraint: str, z: int, seed: int, steps: int, h: int = 10, eta: float = 0.01) -> ssl.GDResult:
-    r"""Example 1's run: Haar weights ``[h, d]``, ``[h, z]`` drawn with ``clbook.generator(100 + seed)``, then
-    :func:`clbook.dynamics.ssl.gd_two_layer` on :math:`C` (divergence declared at a loss below :math:`-10^{10}`).
-    ``seed >= 0``, ``h >= max(d, z)``; the other arguments as for ``gd_two_layer``."""
+    r"""Example 1's run.
+
+    Haar weights ``[h, d]``, ``[h, z]`` drawn with ``clbook.generator(100 + seed)``, then
+    :func:`clbook.dynamics.ssl.gd_two_layer` on :math:`C` (divergence declared at a loss below :math:`-10^{10}`). ``seed
+    >= 0``, ``h >= max(d, z)``; the other arguments as for ``gd_two_layer``.
+    """
     C = torch.as_tensor(C)
     seed, z = check_int("seed", seed, 0), check_int("z", z, 1)
     h = check_int("h", h, max(C.shape[0], z))
@@ -77,9 +83,11 @@ def fig1(runs: dict, anchors, *, margins=None):
 
 
 def _moons_orthogonal(C, *, seed: int, steps: int, h: int = 10, eta: float = 0.01) -> ssl.GDResult:
-    r""":func:`moons_run` with ``constraint="orthogonal"``, ``z = 1``: the same Haar start, its gradient descent run by
-    :func:`clbook.viz.stiefel.paper_gd_numpy` (the same updates, in numpy; the loss is bounded on the Stiefel
-    manifolds, so the divergence stop never fires)."""
+    r""":func:`moons_run` with ``constraint="orthogonal"``, ``z = 1``.
+
+    the same Haar start, its gradient descent run by :func:`clbook.viz.stiefel.paper_gd_numpy` (the same updates, in
+    numpy; the loss is bounded on the Stiefel manifolds, so the divergence stop never fires).
+    """
     g = generator(100 + seed)
     W1, W2 = haar_orthonormal(h, C.shape[0], generator=g), haar_orthonormal(h, 1, generator=g)
     M, W1, W2 = (torch.from_numpy(a).to(C) for a in paper_gd_numpy(W1, W2, C, eta=eta, steps=steps))
@@ -87,8 +95,10 @@ def _moons_orthogonal(C, *, seed: int, steps: int, h: int = 10, eta: float = 0.0
 
 
 def fig1_panel(variance: float = 0.1, n: int = 200, constraint: str = "orthogonal", steps: int = 600):
-    r"""Chapter 11's panel: Example 1 on ``n`` half moons with augmentation variance ``variance``, three
-    initialisations under ``constraint`` beside the unconstrained runs, ``z = 1`` (a training panel, about a second).
+    r"""Chapter 11's panel.
+
+    Example 1 on ``n`` half moons with augmentation variance ``variance``, three initialisations under ``constraint``
+    beside the unconstrained runs, ``z = 1`` (a training panel, about a second).
 
     ``variance`` in [1e-3, 3], ``20 <= n <= 1000``, ``constraint`` in :data:`clbook.dynamics.ssl.CONSTRAINTS`,
     ``100 <= steps <= 1000``. The orthogonal runs use :func:`_moons_orthogonal` (the same runs, in numpy).

@@ -21,10 +21,13 @@ __all__ = ["fig3", "theorem3_panel", "PANEL", "PANELS"]
 
 
 def fig3(runs: dict):
-    r"""Our Fig. 3: ``runs`` maps a width to ``(paper, euclid, euler, V)``: two :class:`~clbook.dynamics.stiefel.TrainResult`
-    (the paper's projected update, and a Euclidean step with the polar retraction), an
+    r"""Our Fig. 3.
+
+    ``runs`` maps a width to ``(paper, euclid, euler, V)``: two :class:`~clbook.dynamics.stiefel.TrainResult` (the
+    paper's projected update, and a Euclidean step with the polar retraction), an
     :class:`~clbook.dynamics.stiefel.ODEResult` of Eq. 12 and the eigenvectors ``V`` of :math:`C`. Left: the losses;
-    right: :math:`e_1^\top q_t` (``z = 1``). Returns the figure."""
+    right: :math:`e_1^\top q_t` (``z = 1``). Returns the figure.
+    """
     fig, (ax_l, ax_q) = figure(ncols=2, width=9.0, height=3.2)
     for k, (h, (paper, euclid, euler, V)) in enumerate(runs.items()):
         col = COLORS[k % len(COLORS)]
@@ -44,8 +47,10 @@ def fig3(runs: dict):
 
 @functools.lru_cache(maxsize=64)
 def _ode(lam1: float, q0_norm: float, device: str):
-    """Eq. 9 from Chapter 13's panel's start (it depends on neither the width nor the step), or None where it blows
-    up; ``device`` (torch's default when called) is part of the cache's key."""
+    """Eq. 9 from Chapter 13's panel's start, or None where it blows up.
+
+    It depends on neither the width nor the step; ``device`` (torch's default when called) is part of the cache's key.
+    """
     lam = torch.tensor([lam1, 0.3, 0.6, 1.0], dtype=torch.float64)
     q0 = torch.tensor([0.3, -0.5, 0.6, 0.55], dtype=torch.float64)
     q0 = q0 * min(q0_norm, 1.0) / q0.norm()
@@ -56,9 +61,11 @@ def _ode(lam1: float, q0_norm: float, device: str):
 
 
 def _qr_retract(W: np.ndarray) -> np.ndarray:
-    """The Q factor of ``W [n, k]`` with a positive diagonal of R (the QR retraction), by Gram-Schmidt: a panel's
-    ``W`` is one small step from orthonormal columns (condition number near 1), where Gram-Schmidt matches
-    Householder QR to rounding, and for k <= 4 columns it costs a fraction of ``numpy.linalg.qr``'s overhead."""
+    """The Q factor of ``W [n, k]`` with a positive diagonal of R (the QR retraction), by Gram-Schmidt.
+
+    a panel's ``W`` is one small step from orthonormal columns (condition number near 1), where Gram-Schmidt matches
+    Householder QR to rounding, and for k <= 4 columns it costs a fraction of ``numpy.linalg.qr``'s overhead.
+    """
     Q = np.empty_like(W)
     for j in range(W.shape[1]):
         v = W[:, j] - Q[:, :j] @ (Q[:, :j].T @ W[:, j])
@@ -70,13 +77,15 @@ def _qr_retract(W: np.ndarray) -> np.ndarray:
 
 
 def paper_gd_numpy(W1, W2, C, *, eta: float, steps: int) -> np.ndarray:
-    r"""An unchecked kernel of the panels (not in ``__all__``): the paper's projected step (Eq. 11, sign fixed) with
-    the QR retraction for both layers from the same point, ``steps`` times, in numpy: the updates of
-    :func:`clbook.dynamics.stiefel.train` (``scheme="paper"``, ``retraction="qr"``) and of
-    :func:`clbook.dynamics.ssl.gd_two_layer` with ``constraint="orthogonal"``. Returns :math:`M = W_1^\top W_2` at
-    every step, ``[steps + 1, d, z]``, and the final ``W1``, ``W2`` (numpy arrays). On a panel's thin matrices torch's
-    per-operation overhead is most of the time of those loops; numpy's is a few times smaller (the same iterates to
-    rounding: :math:`M` within 1e-12 of ``train`` over the panels' runs)."""
+    r"""An unchecked kernel of the panels (not in ``__all__``).
+
+    the paper's projected step (Eq. 11, sign fixed) with the QR retraction for both layers from the same point,
+    ``steps`` times, in numpy: the updates of :func:`clbook.dynamics.stiefel.train` (``scheme="paper"``,
+    ``retraction="qr"``) and of :func:`clbook.dynamics.ssl.gd_two_layer` with ``constraint="orthogonal"``. Returns
+    :math:`M = W_1^\top W_2` at every step, ``[steps + 1, d, z]``, and the final ``W1``, ``W2`` (numpy arrays). On a
+    panel's thin matrices torch's per-operation overhead is most of the time of those loops; numpy's is a few times
+    smaller (the same iterates to rounding: :math:`M` within 1e-12 of ``train`` over the panels' runs).
+    """
     W1, W2, C = (np.asarray(torch.as_tensor(x).detach().cpu(), dtype=np.float64) for x in (W1, W2, C))
     Ms = [W1.T @ W2]
     for _ in range(int(steps)):
@@ -87,9 +96,11 @@ def paper_gd_numpy(W1, W2, C, *, eta: float, steps: int) -> np.ndarray:
 
 
 def theorem3_panel(lam1: float = -0.5, q0_norm: float = 0.3, width: int = 50, eta: float = 0.01):
-    r"""Chapter 13's panel: the paper's gradient descent (solid) and the ODE of Eq. 9 (dashed) for ``z = 1`` with
-    :math:`\Lambda = \operatorname{diag}(\lambda_1, 0.3, 0.6, 1)`, from a fixed direction scaled to ``q0_norm`` and
-    embedded into a network of width ``width`` (:func:`clbook.dynamics.stiefel.embed_weights`), up to ``t = 6``.
+    r"""Chapter 13's panel.
+
+    the paper's gradient descent (solid) and the ODE of Eq. 9 (dashed) for ``z = 1`` with :math:`\Lambda =
+    \operatorname{diag}(\lambda_1, 0.3, 0.6, 1)`, from a fixed direction scaled to ``q0_norm`` and embedded into a
+    network of width ``width`` (:func:`clbook.dynamics.stiefel.embed_weights`), up to ``t = 6``.
 
     ``-1 <= lam1 <= 1``, ``0.01 <= q0_norm <= 1``, ``5 <= width <= 1000``, ``0.002 <= eta <= 0.05`` (a training panel,
     at most 3000 steps; the gradient descent runs in numpy, :func:`paper_gd_numpy`).

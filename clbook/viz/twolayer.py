@@ -19,17 +19,23 @@ __all__ = ["basin_panel", "PANELS"]
 
 @functools.lru_cache(maxsize=64)
 def _fractions(dim, b, samples, setup_key):
-    """The 9 basin fractions of :func:`basin_panel`, cached per control value (moving a control back shows them again
-    at once; ``setup_key``, the device and dtype of ``clbook.setup``, is part of the key)."""
+    """The 9 basin fractions of :func:`basin_panel`, cached per control value.
+
+    Moving a control back shows them again
+    at once; ``setup_key``, the device and dtype of ``clbook.setup``, is part of the key).
+    """
     cs = torch.linspace(0, 2, 9, dtype=torch.float64).tolist()
     return [tl.sphere_basin_fraction(dim, c, b=b, samples=samples, steps=200, dt=0.075) for c in cs]
 
 
 def basin_panel(dim: int = 5, b: float = 0.5, samples: int = 1000):
-    r"""Left: the fraction of ``samples`` random starts reaching :math:`+\mathbf u_1` under the projected flow of
-    :func:`~clbook.dynamics.twolayer.sphere_basin_fraction` (200 Euler steps of 0.075) for 9 modulations
-    :math:`c\in[0, 2]`; right: Eq. 155 against :math:`\epsilon` (:func:`~clbook.dynamics.twolayer.win_probability`).
-    ``dim`` in [2, 20], ``b`` in [0.1, 2], ``samples`` in [200, 2000]. Returns the figure."""
+    r"""Left.
+
+    the fraction of ``samples`` random starts reaching :math:`+\mathbf u_1` under the projected flow of
+    :func:`~clbook.dynamics.twolayer.sphere_basin_fraction` (200 Euler steps of 0.075) for 9 modulations :math:`c\in[0,
+    2]`; right: Eq. 155 against :math:`\epsilon` (:func:`~clbook.dynamics.twolayer.win_probability`). ``dim`` in [2,
+    20], ``b`` in [0.1, 2], ``samples`` in [200, 2000]. Returns the figure.
+    """
     cs = torch.linspace(0, 2, 9, dtype=torch.float64).tolist()
     fig, (ax1, ax2) = figure(ncols=2, width=8.0, height=3.0, margins=True)
     ax1.plot(cs, _fractions(dim, b, samples, str(defaults())), marker="o", ms=3)

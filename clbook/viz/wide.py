@@ -21,9 +21,11 @@ WIDTHS = (10, 30, 100, 300, 1000, 3000)
 
 
 def gap_panel(activation: str = "tanh", x_norm: float = 3.0, d: int = 10, h: float = 300):
-    r"""Chapter 12's panel: :math:`\|u^\phi - u^{\mathbb I}\|`, :math:`\|\epsilon\|` and Theorem 1's bound (with the
-    constant of Lemma 2 measured on each draw) against the width, 5 Haar draws per width, for one input of norm
-    ``x_norm`` in dimension ``d``; the width ``h`` is marked.
+    r"""Chapter 12's panel.
+
+    :math:`\|u^\phi - u^{\mathbb I}\|`, :math:`\|\epsilon\|` and Theorem 1's bound (with the constant of Lemma 2
+    measured on each draw) against the width, 5 Haar draws per width, for one input of norm ``x_norm`` in dimension
+    ``d``; the width ``h`` is marked.
 
     ``activation`` in :data:`clbook.dynamics.wide.ACTIVATIONS` (the bound is drawn where Theorem 1 applies),
     ``0.1 <= x_norm <= 30``, ``1 <= d <= 10``, ``10 <= h <= 3000``. Analytic (no training), well under a second.
@@ -45,9 +47,12 @@ def gap_panel(activation: str = "tanh", x_norm: float = 3.0, d: int = 10, h: flo
 
 
 def fig2(record, gaps: dict):
-    r"""Our Fig. 2: ``gaps`` is ``{activation: {h: tensor [seeds, len(record)]}}`` of mean anchor gaps
-    :math:`|u^\phi_t - u^{\mathbb I}_t|`. Row 1: the mean over seeds against the step, one line per width (colour);
-    row 2: at initialisation and at the last step against the width. Returns the figure."""
+    r"""Our Fig. 2.
+
+    ``gaps`` is ``{activation: {h: tensor [seeds, len(record)]}}`` of mean anchor gaps :math:`|u^\phi_t - u^{\mathbb
+    I}_t|`. Row 1: the mean over seeds against the step, one line per width (colour); row 2: at initialisation and at
+    the last step against the width. Returns the figure.
+    """
     names = list(gaps)
     fig, axes = figure(ncols=len(names), nrows=2, width=10.0, height=5.6)
     cmap = plt.get_cmap("viridis")
