@@ -60,7 +60,7 @@ def _alternating(keep, sparsity, bias, delta, d, rounds, seed, setup_key):
     """The alternating optimisation of :func:`phase`, cached per control value.
 
     Moving a control back shows the run
-    again at once; ``setup_key``, the device and dtype of ``clbook.setup``, is part of the key). Read-only.
+    again at once; ``setup_key``, the device and dtype of ``clbook.setup``, is part of the key. Read-only.
     """
     gen = generator(seed)
     device, dtype = defaults()

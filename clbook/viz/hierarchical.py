@@ -114,7 +114,7 @@ def _explore_run(activation, beta, candidates, zeta, bn, steps, setup_key):
 
     A reader
     who moves a control back sees the run again at once; ``setup_key``, the device and dtype of ``clbook.setup``, is
-    part of the key). Read-only.
+    part of the key. Read-only.
     """
     result = hx.train([hx.Variant(activation, "infonce", bn)], [1], beta=beta, candidates=candidates, zeta=zeta,
                       steps=steps, dtype=torch.float32)

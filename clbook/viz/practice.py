@@ -23,7 +23,7 @@ def _run(model, sparsity, warm_c, aligned, normalize, keep, scheme, epochs, seed
     """The training of :func:`explore`, cached per control value.
 
     Moving a control back shows the run again at once;
-    ``setup_key``, the device and dtype of ``clbook.setup``, is part of the key). Read-only.
+    ``setup_key``, the device and dtype of ``clbook.setup``, is part of the key. Read-only.
     """
     p, d, m = 30, 6, 30
     return lx.train(model, sparsities=[sparsity], seeds=[seed], p=p, d=d, m=m, n=256, batch=128, epochs=epochs, lr=0.1,

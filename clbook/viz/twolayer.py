@@ -22,7 +22,7 @@ def _fractions(dim, b, samples, setup_key):
     """The 9 basin fractions of :func:`basin_panel`, cached per control value.
 
     Moving a control back shows them again
-    at once; ``setup_key``, the device and dtype of ``clbook.setup``, is part of the key).
+    at once; ``setup_key``, the device and dtype of ``clbook.setup``, is part of the key.
     """
     cs = torch.linspace(0, 2, 9, dtype=torch.float64).tolist()
     return [tl.sphere_basin_fraction(dim, c, b=b, samples=samples, steps=200, dt=0.075) for c in cs]
