@@ -128,7 +128,7 @@ def test_frobenius_gd_collapses_and_free_gd_diverges():
     assert float(r.losses[-1]) == pytest.approx(-4.0, rel=1e-8)
     torch.testing.assert_close(torch.linalg.svdvals(r.products[-1]), torch.tensor([2.0, 0.0]), atol=1e-6, rtol=0)
     free = ssl.gd_two_layer(W1, W2, C, eta=0.05, steps=10_000)
-    assert free.reason == "diverged" and free.steps < 10_000 and torch.isfinite(free.losses).all()
+    assert free.stopping_reason == "diverged" and free.steps < 10_000 and torch.isfinite(free.losses).all()
 
 
 def test_operator_and_scaled_constraints_reach_the_optimum():
