@@ -99,37 +99,45 @@ def stiefel_error(W: torch.Tensor) -> float:
     return float((W.transpose(-1, -2) @ W - eye).abs().max())
 
 
+NORMALISATIONS = ("rows", "columns", "frobenius")
+
+
+def _norms(W: torch.Tensor, over: str) -> torch.Tensor:
+    """The norms that the ``over`` normalisation divides by, broadcastable against ``W`` (one formula each)."""
+    if over == "rows":
+        return W.norm(dim=-1, keepdim=True)
+    if over == "columns":
+        return W.norm(dim=-2, keepdim=True)
+    return W.pow(2).sum(dim=(-2, -1), keepdim=True).sqrt()
+
+
+def _unit_checked(name: str, W, over: str, eps: float) -> torch.Tensor:
+    """The checked form shared by :func:`unit_rows`, :func:`unit_columns` and :func:`unit_frobenius`."""
+    W = check_tensor(name, W, finite=False)
+    if over == "rows" and W.ndim < 1:
+        raise ValueError(f"{name} must have at least one dimension.")
+    if over != "rows" and W.ndim < 2:
+        raise ValueError(f"{name} must be a matrix [..., n, k]; got shape {tuple(W.shape)}.")
+    eps = check_positive("eps", eps)
+    return W / _norms(W, over).clamp_min(eps)
+
+
 def unit_rows(X: torch.Tensor, *, eps: float = 1e-12) -> torch.Tensor:
     r"""Each row divided by its :math:`\ell_2` norm (at least ``eps``): :math:`x_i/\max(\|x_i\|, \epsilon)`.
 
     Differentiable; a zero row stays zero. Works on ``[..., n, d]``.
     """
-    X = check_tensor("X", X, finite=False)
-    if X.ndim < 1:
-        raise ValueError("X must have at least one dimension.")
-    eps = check_positive("eps", eps)
-    return X / X.norm(dim=-1, keepdim=True).clamp_min(eps)
+    return _unit_checked("X", X, "rows", eps)
 
 
 def unit_columns(W: torch.Tensor, *, eps: float = 1e-12) -> torch.Tensor:
     r"""Each column divided by its :math:`\ell_2` norm (at least ``eps``), on ``[..., n, k]``."""
-    W = check_tensor("W", W, finite=False)
-    if W.ndim < 2:
-        raise ValueError(f"W must be a matrix [..., n, k]; got shape {tuple(W.shape)}.")
-    eps = check_positive("eps", eps)
-    return W / W.norm(dim=-2, keepdim=True).clamp_min(eps)
+    return _unit_checked("W", W, "columns", eps)
 
 
 def unit_frobenius(W: torch.Tensor, *, eps: float = 1e-12) -> torch.Tensor:
     r"""Each matrix divided by its Frobenius norm (at least ``eps``), on ``[..., n, k]``."""
-    W = check_tensor("W", W, finite=False)
-    if W.ndim < 2:
-        raise ValueError(f"W must be a matrix [..., n, k]; got shape {tuple(W.shape)}.")
-    eps = check_positive("eps", eps)
-    return W / W.pow(2).sum(dim=(-2, -1), keepdim=True).sqrt().clamp_min(eps)
-
-
-NORMALISATIONS = ("rows", "columns", "frobenius")
+    return _unit_checked("W", W, "frobenius", eps)
 
 
 def normalise_unchecked(W: torch.Tensor, over: str) -> torch.Tensor:
@@ -137,13 +145,9 @@ def normalise_unchecked(W: torch.Tensor, over: str) -> torch.Tensor:
 
     ``rows``: :math:`w_i/\|w_i\|`; ``columns``: each column over its norm; ``frobenius``: the matrix over
     :math:`\|W\|_F` (last two axes). The checked forms are :func:`unit_rows`, :func:`unit_columns` and
-    :func:`unit_frobenius`.
+    :func:`unit_frobenius`; all four divide by the same norms.
     """
-    if over == "rows":
-        return W / W.norm(dim=-1, keepdim=True)
-    if over == "columns":
-        return W / W.norm(dim=-2, keepdim=True)
-    return W / W.pow(2).sum(dim=(-2, -1), keepdim=True).sqrt()
+    return W / _norms(W, over)
 
 
 @contextlib.contextmanager
