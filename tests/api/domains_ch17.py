@@ -192,7 +192,7 @@ DOMAINS: dict = {
         valid=st.fixed_dictionaries({"model": st.sampled_from(["CL-basic", "CL-linear", "SimCLR"]), "batch": st.integers(1, 1024)}),
         expect=_is_int,
         invalid=(Bad({"model": "NCL-basic"}, "model"), Bad({"model": "CL-basic", "batch": 0}, "batch"))),
-    "clbook.experiments.landscape.analysis.collect": Spec(
+    "clbook.experiments.landscape.analysis.rows_by_model": Spec(
         valid=fixed(data=_stored(["CL-basic", "NCL-basic"])),
         expect=lambda out, kw: set(out) == {"CL-basic", "NCL-basic"} and len(out["CL-basic"]) == 6,
         invalid=(Bad({"data": 3}, "data"), Bad({"data": {"jobs": {"a/0.1": {}}}}, "data"))),
@@ -225,7 +225,7 @@ DOMAINS: dict = {
         invalid=(Bad({"data": {}, "model": "NCL-basic"}, "data"), Bad({"data": L.load("table2-independent"), "model": "X"}, "data"),
                  Bad({"data": L.load("table2-independent"), "model": "NCL-basic", "epochs": 9000}, "epochs"),
                  Bad({"data": L.load("table2-independent"), "model": "NCL-basic", "seed": 9, "epochs": 2}, "seed"))),
-    "clbook.experiments.landscape.analysis.summarise": Spec(
+    "clbook.experiments.landscape.analysis.seed_spread": Spec(
         valid=st.fixed_dictionaries({"rows": st.just(_rows()), "where": st.sampled_from(["start", "end"])}),
         expect=lambda out, kw: set(out) == {0.1, 0.2} and all(len(v) == 3 for v in out.values()),
         invalid=(Bad({"rows": _rows(), "where": "middle"}, "where"), Bad({"rows": []}, "rows"), Bad({"rows": [{"seed": 1}]}, "rows"))),

@@ -194,7 +194,7 @@ def test_rows_keep_trajectories():
     assert rows[0]["epochs"] == [0, 2, 4]
     assert all(len(r[k]) == 3 for r in rows for k in ("maximum", "median", "minimum"))
     assert rows[3]["end"][2] == rows[3]["minimum"][-1]
-    s = L.summarise(rows)
+    s = L.seed_spread(rows)
     assert s[0.1][2][0] == pytest.approx((rows[0]["end"][2] + rows[1]["end"][2]) / 2)
     t = L.trajectory_summary(rows, metric="median")
     assert t[0.2]["epochs"] == [0, 2, 4] and t[0.2]["count"] == 2
@@ -263,7 +263,7 @@ def test_run_through_the_runner_and_resume(tmp_path):
     kw = dict(epochs=2, seeds=[1], sparsities=[0.2], quick=True, out=tmp_path, workers=1, progress=False)
     data = L.run(["table1"], **kw)["quick-table1"]
     assert data["complete"] and set(data["jobs"]) == {"SimCLR/0.2", "SimSiam/0.2"}
-    rows = L.collect(data)
+    rows = L.rows_by_model(data)
     assert set(rows) == {"SimCLR", "SimSiam"} and rows["SimCLR"][0]["epochs"] == [0, 1, 2]
     stored = json.loads((tmp_path / "quick-table1.json").read_text())
     assert stored["jobs"]["SimCLR/0.2"]["result"]["rows"][0]["minimum"] == rows["SimCLR"][0]["minimum"]
@@ -279,7 +279,7 @@ def test_mixed_and_collect():
                                     for m in ("CL-basic", "NCL-basic")}}
     mix = L.mixed(fake("ind"), fake("dep"))
     assert mix["CL-basic"][0]["end"][0] == 1.0 and mix["NCL-basic"][0]["end"][0] == 0.0
-    old = L.collect(L.load("table4"))  # the older list-of-jobs format
+    old = L.rows_by_model(L.load("table4"))  # the older list-of-jobs format
     assert set(old) == {"warm=0.14", "warm=0.02", "warm=0.002"} and len(old["warm=0.14"]) == 15
     with pytest.raises(ValueError, match="missing"):
         L.mixed(fake("ind"), {"jobs": {}})
@@ -451,7 +451,7 @@ def test_replay_reproduces_the_stored_run_and_fails_on_another():
     r = L.replay(data, "NCL-basic", sparsity=0.2, seed=1, epochs=100)
     assert r["epochs"] == [0, 100] and r["max_abs_diff"] < 1e-3  # stored values are rounded to 1e-4
     other = L.replay(L.load("table2-dependent"), "NCL-basic", sparsity=0.2, seed=1, epochs=100)
-    run = next(x for x in L.collect(data)["NCL-basic"] if x["sparsity"] == 0.2 and x["seed"] == 1)
+    run = next(x for x in L.rows_by_model(data)["NCL-basic"] if x["sparsity"] == 0.2 and x["seed"] == 1)
     assert max(abs(other["live"][m][1] - run[m][1]) for m in L.METRICS) > 0.02  # the other scheme's run is not this one
 
 

@@ -58,7 +58,7 @@ Results with provenance go to ``--out`` (default :func:`clbook.results.user_dir`
 
 from ...losses.noncontrastive import ncl_loss, simsiam_loss
 from ...losses.ntxent import nt_xent
-from .analysis import ablation_effects, collect, end_values, mixed, paired_gap, replay, summarise, trajectory_summary
+from .analysis import ablation_effects, end_values, mixed, paired_gap, replay, rows_by_model, seed_spread, trajectory_summary
 from .authors import AUTHORS_SECONDS_PER_EPOCH, FAITHFULNESS_PAIRS, faithfulness
 from .benchmark import bench, step_flops
 from .cli import main
@@ -86,8 +86,8 @@ from .training import LATENTS, METRICS, NOISE_DRAWS, TrainResult, train, train_j
 __all__ = [
     "Model", "MODELS", "TrainResult", "train", "train_job", "nt_xent", "ncl_loss", "simsiam_loss", "batchnorm", "exact_latents",
     "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_TABLE4", "AUTHORS_SECONDS_PER_EPOCH", "EXPERIMENTS", "TABLE2_MODELS", "ABLATIONS",
-    "ABLATION_MODELS", "PILOT", "NOISE_DRAWS", "LATENTS", "BIAS_INITS", "jobs", "run", "estimate", "collect", "step_flops", "mixed",
+    "ABLATION_MODELS", "PILOT", "NOISE_DRAWS", "LATENTS", "BIAS_INITS", "jobs", "run", "estimate", "rows_by_model", "step_flops", "mixed",
     "end_values", "paired_gap", "ablation_effects", "replay",
-    "summarise", "trajectory_summary", "bench", "faithfulness", "load", "main", "DATA", "METRICS", "FAITHFULNESS_PAIRS",
+    "seed_spread", "trajectory_summary", "bench", "faithfulness", "load", "main", "DATA", "METRICS", "FAITHFULNESS_PAIRS",
     "ABLATION_SPARSITIES", "MORE_SEEDS", "MORE_SEEDS_MODELS",
 ]

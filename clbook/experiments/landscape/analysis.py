@@ -14,10 +14,10 @@ from ..._validate import check_choice, check_int
 from .models import MODELS
 from .training import METRICS, train
 
-__all__ = ["collect", "mixed", "end_values", "paired_gap", "ablation_effects", "replay", "summarise", "trajectory_summary"]
+__all__ = ["rows_by_model", "mixed", "end_values", "paired_gap", "ablation_effects", "replay", "seed_spread", "trajectory_summary"]
 
 
-def collect(data: dict) -> dict:
+def rows_by_model(data: dict) -> dict:
     """``{model or tag: rows}`` of a stored result, whatever its format (the runner's ``jobs`` dict, or the older list)."""
     if not isinstance(data, dict) or not isinstance(data.get("jobs"), (dict, list)):
         raise ValueError(f"data must be a stored result, a dict with 'jobs' (see load); got {type(data).__name__}.")
@@ -36,7 +36,7 @@ def collect(data: dict) -> dict:
 
 def _check_rows(rows, keys) -> list[dict]:
     if not isinstance(rows, (list, tuple)) or not rows:
-        raise ValueError("rows must be a non-empty list of result rows (TrainResult.rows() or collect(...)[model]).")
+        raise ValueError("rows must be a non-empty list of result rows (TrainResult.rows() or rows_by_model(...)[model]).")
     for r in rows:
         if not isinstance(r, dict) or any(k not in r for k in keys):
             raise ValueError(f"rows must be result rows with the keys {list(keys)}; got {r!r:.80}.")
@@ -49,7 +49,7 @@ def mixed(independent: dict, dependent: dict) -> dict:
     ``main_simclr.py`` without ``--use_masking`` (as the repository's scripts run it) falls back to the dependent
     masks of Eq. 2, while ``main.py`` (non-contrastive) always uses independent masks. Returns ``{model: rows}``.
     """
-    ind, dep = collect(independent), collect(dependent)
+    ind, dep = rows_by_model(independent), rows_by_model(dependent)
     out = {}
     for key in ind:
         source = dep if MODELS[key.split("/")[-1]].loss == "ntxent" else ind
@@ -62,12 +62,12 @@ def mixed(independent: dict, dependent: dict) -> dict:
 def end_values(groups: dict) -> dict:
     """Per-seed end points of stored runs: ``{(key, sparsity, metric): [value of each seed, seeds in increasing order]}``.
 
-    ``groups`` maps a model (or ``factor/model``) to its rows, as :func:`collect` and :func:`mixed` return them;
+    ``groups`` maps a model (or ``factor/model``) to its rows, as :func:`rows_by_model` and :func:`mixed` return them;
     ``metric`` is one of :data:`METRICS`. The per-seed lists are what :func:`clbook.verify.compare_table` and
     :func:`paired_gap` take.
     """
     if not isinstance(groups, dict) or not groups:
-        raise ValueError(f"groups must be a non-empty dict {{model: rows}} (see collect); got {groups!r:.80}.")
+        raise ValueError(f"groups must be a non-empty dict {{model: rows}} (see rows_by_model); got {groups!r:.80}.")
     out = {}
     for key, rows in groups.items():
         rows = _check_rows(rows, ("sparsity", "seed", "end"))
@@ -165,7 +165,7 @@ def replay(data: dict, model: str, *, sparsity: float = 0.2, seed: int = 1, epoc
     return dict(epochs=[res.epochs[k] for k, _ in common], live=live, stored=stored, max_abs_diff=diff)
 
 
-def summarise(rows: list[dict], *, where: str = "end") -> dict:
+def seed_spread(rows: list[dict], *, where: str = "end") -> dict:
     """Mean and sample standard deviation over seeds of (max, median, min) for each sparsity: ``{sparsity: [(mean, sd)] * 3}``."""
     check_choice("where", where, ("start", "end"))
     rows = _check_rows(rows, ("sparsity", where))
