@@ -30,7 +30,8 @@ row-normalised inverse distance of the authors' code (:func:`inverse_distance_we
 of the quadratic loss (:func:`uniform_weights`).
 
 **One generic solver**, :func:`solve_row_numerically`, solves the row problem for any of the three regularisers
-and any row sum with nothing but :math:`r'` and :math:`r''`: it validates every closed form above.
+and any row sum with nothing but :math:`r'` and :math:`r''`: it validates every closed form above
+(:func:`solve_rows_numerically` runs it on every row of a batch).
 
 :func:`alpha_cl_loss` is the α-CL training objective of Def. 1 with any rule (:func:`rule`), and
 :func:`loss_and_energy_gradients` the two sides of Theorem 1 for an encoder.
@@ -54,7 +55,7 @@ __all__ = [
     "pairwise_importance", "energy_coefficients",
     "entropy_weights", "inverse_power_weights", "sparsemax_weights", "project_simplex", "direct_weights",
     "inverse_distance_weights", "uniform_weights", "inverse_power_ratio_bound",
-    "REGULARISERS", "solve_row_numerically",
+    "REGULARISERS", "solve_row_numerically", "solve_rows_numerically",
     "AlphaRule", "RULES", "rule", "alpha_cl_loss", "loss_and_energy_gradients",
 ]
 
@@ -405,6 +406,61 @@ def solve_row_numerically(costs, *, regulariser: str = "entropy", temperature: f
         if np.max(np.abs(t * step)) <= tol * np.max(a):
             break
     return a * (s / a.sum())
+
+
+def solve_rows_numerically(costs, *, regulariser: str = "entropy", temperature: float, gamma: float = 2.0,
+                           row_sums=None, tol: float = 1e-13) -> np.ndarray:
+    r"""The min player of every row of a batch by the generic solver: :func:`solve_row_numerically` row by row.
+
+    Row :math:`i` solves :math:`\min_{a\ge 0,\ \sum_{j\neq i} a_j = s_i}\ \sum_{j\neq i} c_{ij}a_j - \sum_{j\neq i}
+    r(a_j)` over its off-diagonal entries; a row with :math:`s_i = 0` is zero (the only feasible point). This is the
+    generic side of the checks of Theorem 2 (Chapter 1, against Eq. 4) and of the closed forms of Sec. 6 (Chapter 4).
+
+    Parameters
+    ----------
+    costs : array_like, shape=[n, n]
+        The coefficients :math:`c_{ij}` (e.g. :func:`energy_coefficients`, or :math:`2d_{ij}^2`); the diagonal is
+        ignored, every other entry finite; ``n >= 3``. A tensor is copied to the CPU.
+    regulariser : {"entropy", "inverse_power", "square"}
+    temperature : float
+        :math:`\tau > 0`.
+    gamma : float
+        :math:`\gamma > 1` (``inverse_power`` only).
+    row_sums : array_like, shape=[n], optional
+        :math:`s_i \ge 0`, finite; default all ones.
+    tol : float
+        Newton's tolerance of :func:`solve_row_numerically`; ``> 0``.
+
+    Returns
+    -------
+    numpy.ndarray, shape=[n, n]
+        The minimisers found (float64), zero on the diagonal and on the rows with :math:`s_i = 0`.
+    """
+    if isinstance(costs, torch.Tensor):
+        costs = costs.detach().cpu().numpy()
+    c = np.asarray(costs, dtype=np.float64)
+    if c.ndim != 2 or c.shape[0] != c.shape[1] or c.shape[0] < 3:
+        raise ValueError(f"costs must be a square [n, n] array with n >= 3; got shape {c.shape}.")
+    n = c.shape[0]
+    off = ~np.eye(n, dtype=bool)
+    if not np.all(np.isfinite(c[off])):
+        raise ValueError("costs must be finite off the diagonal.")
+    if row_sums is None:
+        s = np.ones(n)
+    else:
+        if isinstance(row_sums, torch.Tensor):
+            row_sums = row_sums.detach().cpu().numpy()
+        s = np.asarray(row_sums, dtype=np.float64)
+        if s.shape != (n,) or not np.all(np.isfinite(s)) or np.any(s < 0):
+            raise ValueError(f"row_sums must be {n} finite numbers >= 0, one per row of costs; got shape {s.shape}.")
+    check_choice("regulariser", regulariser, REGULARISERS)
+    check_positive("temperature", temperature)
+    check_positive("tol", tol)
+    solved = np.zeros((n, n))
+    for i in np.flatnonzero(s > 0):
+        solved[i, off[i]] = solve_row_numerically(c[i, off[i]], regulariser=regulariser, temperature=temperature,
+                                                  gamma=gamma, row_sum=float(s[i]), tol=tol)
+    return solved
 
 
 # ------------------------------------------------------------------------------------------------- α-CL

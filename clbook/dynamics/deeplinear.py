@@ -531,7 +531,7 @@ def normalized_mlp_gradients(kind: str = "l2", *, widths=(8, 12, 10, 9, 6), norm
     norm_after = check_int("norm_after", norm_after, 1, len(widths) - 1)
     n = check_int("n", n, 3)
     gen = torch.Generator().manual_seed(check_int("seed", seed, 0))
-    h = functools.partial(activations.value_unchecked, name=activation)
+    h = functools.partial(activations.apply_unchecked, name=activation)
     x1 = randn(n, widths[0], generator=gen)
     x2 = x1 + 0.3 * randn(n, widths[0], generator=gen)
     Ws = [(randn(m, k, generator=gen) / math.sqrt(k)).requires_grad_(True)

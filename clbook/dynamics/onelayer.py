@@ -61,7 +61,7 @@ def activation(t: torch.Tensor, name: str, *, slope: float = 0.05) -> torch.Tens
     _check_activation(name)
     t = check_tensor("t", t, finite=False)
     slope = check_real("slope", slope)
-    return activations.value_unchecked(t, name, slope=slope)
+    return activations.apply_unchecked(t, name, slope=slope)
 
 
 def activation_derivative(t: torch.Tensor, name: str, *, slope: float = 0.05, tol: float = GATE_TOL) -> torch.Tensor:

@@ -69,7 +69,7 @@ def forward(W1: torch.Tensor, W2: torch.Tensor, x: torch.Tensor, *, activation: 
     if W1.ndim != 2 or x.shape[1] != W1.shape[1]:
         raise ValueError(f"need W1 [K, d] and x [n, d] with the same d; got {tuple(W1.shape)} and {tuple(x.shape)}.")
     pre = x @ W1.T
-    hidden = activations.value_unchecked(pre, activation)
+    hidden = activations.apply_unchecked(pre, activation)
     return hidden @ W2.T
 
 
@@ -229,7 +229,7 @@ def relu_ascent(W1, W2, alpha, x1, x2, *, eta: float, steps: int, record_every: 
     steps = check_int("steps", steps, minimum=1)
     record_every = check_int("record_every", record_every, minimum=1)
     energy(W1, W2, alpha, x1, x2, activation=activation)  # validates every argument once
-    h = functools.partial(activations.value_unchecked, name=activation)
+    h = functools.partial(activations.apply_unchecked, name=activation)
     laplacian, rows = covariance.laplacian_and_rows(alpha, diagonal=False)  # the one C_α, prepared once for all steps
 
     def energy_fast(W1, W2):  # covariance.energy without re-validating alpha, x1, x2 at every step

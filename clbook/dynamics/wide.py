@@ -45,7 +45,7 @@ def _activation(name: str) -> str:
 
 
 def _phi(name: str, a: torch.Tensor) -> torch.Tensor:
-    return activations.value_unchecked(a, name)
+    return activations.apply_unchecked(a, name)
 
 
 def _dphi(name: str, a: torch.Tensor) -> torch.Tensor:

@@ -104,7 +104,7 @@ class TrainResult:
 
 def _activate(h: torch.Tensor, activation: str) -> torch.Tensor:
     """The registry's activation (:mod:`clbook.activations`; the code's ``leakyrelu`` is ``leaky_relu``, slope 0.05)."""
-    return activations.value_unchecked(h, activation)
+    return activations.apply_unchecked(h, activation)
 
 
 class _Stack:

@@ -371,3 +371,19 @@ DOMAINS.update({
     "clbook.viz.relu2layer.fig3_panel": Spec(exempt=EXEMPT_PLOT),
     "clbook.viz.new_losses.accuracy": Spec(exempt=EXEMPT_PLOT),
 })
+
+
+DOMAINS.update({
+    # helper cells_A: functions moved out of the chapters of Part I
+    "clbook.alpha.solve_rows_numerically": Spec(
+        valid=st.fixed_dictionaries({"costs": st.integers(3, 6).map(lambda n: 2 * losses.pair_distances(_Z1[:n], _Z2[:n])[1]),
+                                     "regulariser": st.sampled_from(["entropy", "inverse_power", "square"]),
+                                     "temperature": st.floats(0.1, 3.0)}),
+        expect=lambda out, kw: None if np.allclose(out.sum(axis=1), 1, atol=1e-6) and (out >= 0).all()
+        and (np.diag(out) == 0).all() else (_ for _ in ()).throw(AssertionError(out)),
+        invalid=(Bad({"costs": np.ones((2, 2)), "temperature": 1.0}, "costs"),
+                 Bad({"costs": np.ones((3, 3)), "temperature": 1.0, "row_sums": [1.0, -1.0, 1.0]}, "row_sums"),
+                 Bad({"costs": np.ones((3, 3)), "temperature": 0.0}, "temperature"),
+                 Bad({"costs": np.ones((3, 3)), "temperature": 1.0, "regulariser": "huber"}, "regulariser"),
+                 Bad({"costs": np.ones((3, 3)), "temperature": 1.0, "tol": 0.0}, "tol"))),
+})

@@ -233,3 +233,47 @@ def test_bad_input():
         alpha.alpha_cl_loss(d, d, "entropy")
     with pytest.raises(TypeError, match="encoder"):
         alpha.loss_and_energy_gradients(losses.infonce(), "net", z1, z2)
+
+
+# ------------------------------------------------------------------------------------- every row of a batch
+
+def test_solve_rows_numerically_is_the_row_solver_on_every_row():
+    """The batch version equals the row solver row by row (bit for bit), with a zero diagonal and zero rows where s = 0."""
+    z1, z2 = batch()
+    costs = alpha.energy_coefficients(z1, z2)
+    sums = torch.linspace(0.0, 2.0, len(costs), dtype=torch.float64)
+    solved = alpha.solve_rows_numerically(costs, temperature=0.3, row_sums=sums)
+    assert solved.shape == costs.shape and np.all(np.diag(solved) == 0) and np.all(solved[0] == 0)
+    c = costs.numpy()
+    for i in range(1, len(c)):
+        others = np.arange(len(c)) != i
+        row = alpha.solve_row_numerically(c[i, others], temperature=0.3, row_sum=float(sums[i]))
+        assert np.array_equal(solved[i, others], row)
+    np.testing.assert_allclose(solved.sum(axis=1), sums.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_solve_rows_numerically_matches_a_closed_form_and_defaults_to_unit_rows():
+    _, _, d = unit_batch()
+    A = alpha.inverse_power_weights(d, temperature=0.5, gamma=2.0).numpy()
+    solved = alpha.solve_rows_numerically(2 * d, regulariser="inverse_power", temperature=0.5)
+    assert np.abs(solved - A).max() < 1e-12
+    assert np.abs(alpha.solve_rows_numerically(2 * d, regulariser="inverse_power", temperature=0.25) - A).max() > 1e-3
+
+
+def test_solve_rows_numerically_rejects_bad_input():
+    c = np.ones((4, 4))
+    with pytest.raises(ValueError, match="costs"):
+        alpha.solve_rows_numerically(np.ones((2, 2)), temperature=1.0)
+    with pytest.raises(ValueError, match="costs"):
+        alpha.solve_rows_numerically(np.ones((3, 4)), temperature=1.0)
+    with pytest.raises(ValueError, match="costs"):
+        alpha.solve_rows_numerically(np.where(np.eye(4) == 1, 0.0, np.nan), temperature=1.0)
+    assert np.all(alpha.solve_rows_numerically(np.where(np.eye(4) == 1, np.nan, 1.0), temperature=1.0) > -1)
+    with pytest.raises(ValueError, match="row_sums"):
+        alpha.solve_rows_numerically(c, temperature=1.0, row_sums=[1.0, -1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="row_sums"):
+        alpha.solve_rows_numerically(c, temperature=1.0, row_sums=[1.0, 1.0])
+    with pytest.raises(ValueError, match="temperature"):
+        alpha.solve_rows_numerically(c, temperature=0.0)
+    with pytest.raises(ValueError, match="regulariser"):
+        alpha.solve_rows_numerically(c, temperature=1.0, regulariser="huber")
