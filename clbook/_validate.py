@@ -100,7 +100,7 @@ def check_pair(z1, z2, *, names=("z1", "z2"), min_samples: int = 2) -> tuple[tor
     z2 = check_tensor(names[1], z2, ndim=2)
     check_same(names, z1, z2, shape=True)
     if z1.shape[0] < min_samples:
-        raise ValueError(f"the batch must hold n >= {min_samples} samples; got n = {z1.shape[0]}.")
+        raise ValueError(f"{names[0]} and {names[1]} must hold a batch of n >= {min_samples} samples; got n = {z1.shape[0]}.")
     return z1, z2
 
 

@@ -168,7 +168,7 @@ def stream(seed: int, name: str, streams: dict[str, int]) -> torch.Generator:
     ``stream(seed, "init", STREAMS)``: the same numbers as a hand-written ``10_000 + seed``, with the offset named
     once (CONTRIBUTING.md, 'Where things go').
     """
-    check_choice("stream", name, tuple(streams))
+    check_choice("name (the stream)", name, tuple(streams))
     return generator(streams[name] + check_int("seed", seed, 0))
 
 

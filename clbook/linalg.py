@@ -113,13 +113,22 @@ def _norms(W: torch.Tensor, over: str) -> torch.Tensor:
 
 def _unit_checked(name: str, W, over: str, eps: float) -> torch.Tensor:
     """The checked form shared by :func:`unit_rows`, :func:`unit_columns` and :func:`unit_frobenius`."""
-    W = check_tensor(name, W, finite=False)
+    W = check_tensor(name, W)
     if over == "rows" and W.ndim < 1:
         raise ValueError(f"{name} must have at least one dimension.")
     if over != "rows" and W.ndim < 2:
         raise ValueError(f"{name} must be a matrix [..., n, k]; got shape {tuple(W.shape)}.")
     eps = check_positive("eps", eps)
-    return W / _norms(W, over).clamp_min(eps)
+    norms = _norms(W, over)
+    if W.numel() and bool(torch.isinf(norms).any()):
+        # a squared norm overflowed (finite entries): divide by the largest |entry| first, a power of two (exact),
+        # so that the result is W / ||W|| at any finite scale instead of zero
+        dims = (-1,) if over == "rows" else (-2,) if over == "columns" else (-2, -1)
+        top = W.detach().abs().amax(dim=dims, keepdim=True)
+        big = torch.isinf(norms)
+        scaled = W * torch.ldexp(torch.ones_like(top), torch.where(big, -torch.frexp(top).exponent, 0))
+        return torch.where(big, scaled / _norms(scaled, over), W / norms.clamp_min(eps))
+    return W / norms.clamp_min(eps)
 
 
 def unit_rows(X: torch.Tensor, *, eps: float = 1e-12) -> torch.Tensor:

@@ -36,7 +36,7 @@ def _check_like(names, tensors):
             raise ValueError(f"{names[0]} and {name} must share dtype and device; "
                              f"got {first.dtype}/{first.device} and {t.dtype}/{t.device}.")
     if first.shape[-2] < 1:
-        raise ValueError(f"the batch must hold B >= 1 samples; got B = {first.shape[-2]}.")
+        raise ValueError(f"{', '.join(names)} must hold a batch of B >= 1 samples; got B = {first.shape[-2]}.")
     return tensors
 
 

@@ -139,7 +139,7 @@ def _check(h1, h2, temperature):
     if h1.dtype != h2.dtype or h1.device != h2.device:
         raise ValueError(f"h1 and h2 must share dtype and device; got {h1.dtype}/{h1.device} and {h2.dtype}/{h2.device}.")
     if h1.shape[-2] < 2:
-        raise ValueError(f"the batch must hold B >= 2 samples (with B = 1 there is no negative); got B = {h1.shape[-2]}.")
+        raise ValueError(f"h1 and h2 must hold a batch of B >= 2 samples (with B = 1 there is no negative); got B = {h1.shape[-2]}.")
     if h1.shape[-1] < 1:
         raise ValueError(f"the representations must have m >= 1 features; got m = {h1.shape[-1]}.")
     T = check_positive("temperature", temperature)

@@ -22,6 +22,7 @@ import torch
 from .._validate import check_int, check_same, check_tensor
 from ..config import generator as make_generator
 from ..config import randn
+from ..losses._safe import unit_rows_any_scale
 
 __all__ = ["max_cosines", "max_cosine_summary", "MaxCosine", "ChanceLevel", "chance_level", "atom_cdf", "expected_atom_max_cosine"]
 
@@ -49,8 +50,9 @@ def max_cosines(W: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
     if W.shape[-2] == 0 or M.shape[-1] == 0 or W.shape[-1] == 0:
         raise ValueError(f"W needs m >= 1 neurons and M p >= 1 rows and d >= 1 atoms; got W {list(W.shape)}, M {list(M.shape)}.")
     check_same(("W", "M"), W, M)
-    Wn = W / W.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(W.dtype).tiny)
-    Mn = M / M.norm(dim=-2, keepdim=True).clamp_min(torch.finfo(M.dtype).tiny)
+    # cosines at any finite scale (a squared norm that over- or underflows is rescaled exactly); a zero row stays zero
+    Wn = unit_rows_any_scale(W)
+    Mn = unit_rows_any_scale(M.transpose(-1, -2)).transpose(-1, -2)
     return (Wn @ Mn).abs().amax(dim=-2)
 
 

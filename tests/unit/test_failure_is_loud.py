@@ -163,6 +163,66 @@ def test_unchanged_numbers_for_normal_inputs():
     assert np.isfinite(float(acl.infonce(0.5)(h1, h2)))
 
 
+@pytest.mark.parametrize("scale", [1e200, 1e-200, 1e300])
+def test_max_cosines_are_scale_invariant(scale):
+    from clbook.metrics import maxcos
+
+    W, M = _pair(11, B=8, m=5)[0], torch.linalg.qr(_pair(12, B=5, m=3)[0])[0]
+    ref = maxcos.max_cosines(W, M)
+    assert torch.allclose(maxcos.max_cosines(W * scale, M), ref, rtol=1e-12, atol=1e-14)
+    assert torch.allclose(maxcos.max_cosines(W, M * scale), ref, rtol=1e-12, atol=1e-14)
+    W32, M32 = W.float(), M.float()
+    assert torch.allclose(maxcos.max_cosines(W32 * 1e20, M32), maxcos.max_cosines(W32, M32), rtol=1e-5)
+    W0 = W.clone()
+    W0[3] = 0.0  # a zero neuron still counts as cosine 0
+    assert torch.allclose(maxcos.max_cosines(W0 * scale, M), maxcos.max_cosines(W0, M), rtol=1e-12, atol=1e-14)
+
+
+def test_unit_rows_columns_frobenius_are_exact_where_a_norm_overflows():
+    from clbook import linalg
+
+    X = _pair(13)[0]
+    for s in (1e160, 1e300):
+        Y = X.clone()
+        Y[1] *= s  # one row overflows its squared norm; the others keep the old formula bit for bit
+        u = linalg.unit_rows(Y)
+        assert torch.allclose(u[1], X[1] / X[1].norm(), rtol=1e-14, atol=1e-16)
+        assert torch.equal(u[[0, 2, 3]], Y[[0, 2, 3]] / Y[[0, 2, 3]].norm(dim=-1, keepdim=True))
+        assert torch.allclose(linalg.unit_columns(Y.T).T, u, rtol=1e-14, atol=1e-16)
+        assert torch.allclose(linalg.unit_frobenius(X * s), X / X.norm(), rtol=1e-14, atol=1e-16)
+    Z = X.clone()
+    Z[0] = 0.0
+    Z[1] *= 1e200
+    assert torch.equal(linalg.unit_rows(Z)[0], torch.zeros(4, dtype=F64))  # a zero row stays zero
+    tiny = X * 1e-13  # below the documented floor eps: unchanged behaviour (divided by eps)
+    assert torch.equal(linalg.unit_rows(tiny), tiny / 1e-12)
+
+
+@pytest.mark.parametrize("name", ["unit_rows", "unit_columns", "unit_frobenius"])
+def test_unit_normalisations_refuse_nan_and_inf(name):
+    from clbook import linalg
+
+    for bad in (math.nan, math.inf):
+        X = _pair(14)[0]
+        X[2, 1] = bad
+        with pytest.raises(ValueError, match="finite"):
+            getattr(linalg, name)(X)
+
+
+def test_batch_size_errors_name_the_inputs():
+    from clbook import config
+
+    h = _pair(15)[0]
+    with pytest.raises(ValueError, match=r"^h1 and h2 must hold a batch of B >= 2"):
+        ntxent.nt_xent(h[:0], h[:0])
+    with pytest.raises(ValueError, match=r"^q, target must hold a batch of B >= 1"):
+        noncontrastive.ncl_loss(h[:0], h[:0])
+    with pytest.raises(ValueError, match=r"^z1 and z2 must hold a batch of n >= 2"):
+        acl.infonce(0.5)(h[:1], h[:1])
+    with pytest.raises(ValueError, match=r"^name \(the stream\) must be one of"):
+        config.stream(0, "nope", {"data": 0})
+
+
 # ------------------------------------------------------------------ 2. domain contracts
 
 
