@@ -37,14 +37,14 @@ import torch.nn.functional as F
 
 from ._validate import check_choice, check_nonnegative, check_real, check_tensor
 
-__all__ = ["Activation", "REGISTRY", "ALIASES", "LEAKY_SLOPE", "canonical", "supported", "value", "derivative"]
+__all__ = ["Activation", "REGISTRY", "ALIASES", "LEAKY_SLOPE", "canonical", "supported", "apply", "derivative"]
 
 LEAKY_SLOPE = 0.05  # the slope of leaky ReLU's negative side in Tian's code and in the book
 
 
 @dataclass(frozen=True)
 class Activation:
-    """One activation's properties (its function and derivative are :func:`value` and :func:`derivative`)."""
+    """One activation's properties (its function and derivative are :func:`apply` and :func:`derivative`)."""
 
     name: str
     degree: int | None  # homogeneity degree p with h'(t) t = p h(t); None when h is not homogeneous
@@ -77,8 +77,8 @@ def supported(*names: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def value_unchecked(t: torch.Tensor, name: str, *, slope: float = LEAKY_SLOPE) -> torch.Tensor:
-    r""":func:`value` without the argument checks, for the models' loops."""
+def apply_unchecked(t: torch.Tensor, name: str, *, slope: float = LEAKY_SLOPE) -> torch.Tensor:
+    r""":func:`apply` without the argument checks, for the models' loops."""
     name = ALIASES.get(name, name)
     if name == "linear":
         return t
@@ -114,13 +114,13 @@ def derivative_unchecked(t: torch.Tensor, name: str, *, slope: float = LEAKY_SLO
     return s * (1 - s)
 
 
-def value(t: torch.Tensor, name: str, *, slope: float = LEAKY_SLOPE) -> torch.Tensor:
+def apply(t: torch.Tensor, name: str, *, slope: float = LEAKY_SLOPE) -> torch.Tensor:
     r""":math:`h(t)` entrywise for a floating-point tensor ``t`` of any shape (NaN and infinities pass through).
 
     ``name`` is a registry name or an alias; ``slope`` (finite) is leaky ReLU's slope for :math:`t\le0`.
     """
     name = canonical(name)
-    return value_unchecked(check_tensor("t", t, finite=False), name, slope=check_real("slope", slope))
+    return apply_unchecked(check_tensor("t", t, finite=False), name, slope=check_real("slope", slope))
 
 
 def derivative(t: torch.Tensor, name: str, *, slope: float = LEAKY_SLOPE, tol: float = 0.0) -> torch.Tensor:

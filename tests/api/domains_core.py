@@ -174,7 +174,7 @@ DOMAINS = {
                                          invalid=(Bad({"name": "swish"}, "activation"), Bad({"name": 3}, "activation"))),
     "clbook.activations.supported": Spec(valid=st.fixed_dictionaries({"_args": st.just(("relu", "leakyrelu"))}),
                                          expect=lambda out, kw: out == kw["_args"], invalid=(Bad({"_args": ("relu", "gelu")}, "activation"),)),
-    "clbook.activations.value": Spec(valid=st.fixed_dictionaries({"t": tensors(3, 2), "name": st.sampled_from(list(clbook.activations.REGISTRY))}),
+    "clbook.activations.apply": Spec(valid=st.fixed_dictionaries({"t": tensors(3, 2), "name": st.sampled_from(list(clbook.activations.REGISTRY))}),
                                      expect=shape(3, 2), invalid=(Bad({"t": "x", "name": "relu"}, "t"), Bad({"t": torch.ones(2), "name": "gelu"}, "activation"),
                                                                   Bad({"t": torch.ones(2), "name": "leaky_relu", "slope": float("nan")}, "slope"))),
     "clbook.activations.derivative": Spec(valid=st.fixed_dictionaries({"t": tensors(3, 2), "name": st.sampled_from(list(clbook.activations.REGISTRY))}),

@@ -12,14 +12,14 @@ T = torch.linspace(-3, 3, 601, dtype=torch.float64)[torch.linspace(-3, 3, 601, d
 @pytest.mark.parametrize("name", list(A.REGISTRY))
 def test_derivative_is_autograds(name):
     t = T.clone().requires_grad_(True)
-    (grad,) = torch.autograd.grad(A.value(t, name).sum(), t)
+    (grad,) = torch.autograd.grad(A.apply(t, name).sum(), t)
     torch.testing.assert_close(A.derivative(T, name), grad, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", list(A.REGISTRY))
 def test_degree_and_curvature(name):
     entry = A.REGISTRY[name]
-    h, dh = A.value(T, name), A.derivative(T, name)
+    h, dh = A.apply(T, name), A.derivative(T, name)
     if entry.degree is not None:  # h'(t) t = p h(t) (Assumption 1 of Tian 2023)
         torch.testing.assert_close(dh * T, entry.degree * h, rtol=1e-12, atol=1e-12)
     else:  # and no degree fits a non-homogeneous one
@@ -30,14 +30,14 @@ def test_degree_and_curvature(name):
         assert abs(float(second.abs().max()) - entry.curvature) <= 1e-3 * max(1.0, entry.curvature)
     else:  # a kink: the difference quotient grows without bound at the grid's resolution
         assert float(second.abs().max()) > 1e3
-    assert (float(A.value(torch.zeros(1, dtype=torch.float64), name)) == 0) == entry.zero_at_zero
+    assert (float(A.apply(torch.zeros(1, dtype=torch.float64), name)) == 0) == entry.zero_at_zero
 
 
 def test_the_gate_convention_and_aliases():
     zero = torch.zeros(1, dtype=torch.float64)
     assert float(A.derivative(zero, "relu")) == 0 and float(A.derivative(zero, "leaky_relu")) == A.LEAKY_SLOPE
     assert A.canonical("leakyrelu") == "leaky_relu"
-    torch.testing.assert_close(A.value(T, "leakyrelu"), torch.nn.functional.leaky_relu(T, A.LEAKY_SLOPE))
+    torch.testing.assert_close(A.apply(T, "leakyrelu"), torch.nn.functional.leaky_relu(T, A.LEAKY_SLOPE))
     with pytest.raises(ValueError, match="activation"):
         A.supported("relu", "gelu")
 
