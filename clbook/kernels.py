@@ -16,7 +16,8 @@ Population quantities (:func:`adjusted_densities`, :func:`variance_limit`, :func
 take a discrete distribution: atoms with probabilities ``weights``. Continuous data enter as a large
 sample with equal weights.
 
-Used in Chapters 5–8 (:func:`batch_min_eigenvalues`: Chapter 5's finite-batch counterexample).
+Used in Chapters 5–8 (:func:`batch_min_eigenvalues`: Chapter 5's finite-batch counterexample;
+:func:`relu_batch_covariances`: its batch estimates of Lemma 2).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from ._validate import as_tensor, check_int, check_nonnegative, check_positive, 
 __all__ = [
     "gaussian_alpha", "uniform_alpha", "multi_indices", "gaussian_log_features", "gaussian_features",
     "uniform_features", "log_kernel_from_features", "adjusted_densities", "variance_limit", "pairwise_limit",
-    "batch_min_eigenvalues",
+    "batch_min_eigenvalues", "relu_batch_covariances",
 ]
 
 
@@ -337,3 +338,64 @@ def batch_min_eigenvalues(n: int, reps: int, *, scales, noise: float, generator:
     ones = uniform_alpha(n, dtype=s.dtype, device=s.device)
     C = torch.stack([contrastive_covariance(ones, a, b, convention="tian2023") for a, b in zip(v1, v2, strict=True)])
     return torch.linalg.eigvalsh(C)[:, 0]
+
+
+def relu_batch_covariances(n: int, reps: int, *, atoms, weights, w, noise: float, temperature: float,
+                           generator: torch.Generator) -> torch.Tensor:
+    r"""Finite-batch :math:`\mathbb C^{(N)}_\alpha[g]` (Eq. 3) of :math:`g(x) = \mathrm{ReLU}(w^\top x)` for ``reps`` batches.
+
+    Each batch draws ``n`` atoms :math:`x_0[i]` by their probabilities ``weights`` (with replacement) and two views
+    :math:`x = x_0 + \sigma\epsilon`, :math:`x' = x_0 + \sigma\epsilon'`, and weighs the pairs with the Gaussian
+    :math:`\alpha` on the clean outputs, :math:`\alpha_{ij} = \exp(-(g(x_0[i]) - g(x_0[j]))^2/2\tau)`
+    (:func:`gaussian_alpha`). Lemma 2 predicts the mean of the first column, :math:`(1 - 1/N)\,
+    \mathbb C^{(\infty)}_\alpha[g]` (Chapter 5).
+
+    Parameters
+    ----------
+    n : int
+        Batch size :math:`N\ge2`.
+    reps : int
+        Number of batches, ``>= 1``.
+    atoms : torch.Tensor, shape=[m, p]
+        The support of :math:`p_D`.
+    weights : torch.Tensor, shape=[m]
+        Their probabilities (``>= 0``, sum 1).
+    w : torch.Tensor, shape=[p]
+        The node's weight vector.
+    noise : float
+        The augmentation noise :math:`\sigma\ge0`.
+    temperature : float
+        :math:`\tau > 0` of the Gaussian :math:`\alpha`.
+    generator : torch.Generator
+        CPU generator of the draws (:func:`clbook.generator`): per batch the atoms, then the noise of view 1, then
+        of view 2.
+
+    Returns
+    -------
+    torch.Tensor, shape=[reps, 2]
+        Per batch, :math:`\mathbb C^{(N)}_\alpha[g]` with :math:`\alpha_{ii} = 0` (the sum over :math:`j\ne i`)
+        and with the diagonal kept (Eq. 3 as printed), in ``tian2023`` scaling
+        (:func:`clbook.covariance.contrastive_covariance`), on the CPU (a table of numbers).
+    """
+    from .config import check_generator, randn
+    from .covariance import contrastive_covariance
+
+    n, reps = check_int("n", n, 2), check_int("reps", reps, 1)
+    noise = check_nonnegative("noise", noise)
+    tau = check_positive("temperature", temperature)
+    atoms = as_tensor("atoms", atoms, ndim=2)
+    probs = _weights(weights, atoms.shape[0], atoms)
+    w = as_tensor("w", w, ndim=1, dtype=atoms.dtype, device=atoms.device)
+    if w.shape[0] != atoms.shape[1]:
+        raise ValueError(f"w must have one entry per coordinate of the atoms ({atoms.shape[1]}); got {w.shape[0]}.")
+    check_generator(generator)
+    p, out = atoms.shape[1], []
+    for _ in range(reps):
+        pick = torch.multinomial(probs.cpu(), n, replacement=True, generator=generator)
+        x0 = atoms[pick.to(atoms.device)]
+        v1 = torch.relu((x0 + noise * randn(n, p, generator=generator, device=atoms.device, dtype=atoms.dtype)) @ w)
+        v2 = torch.relu((x0 + noise * randn(n, p, generator=generator, device=atoms.device, dtype=atoms.dtype)) @ w)
+        A = gaussian_alpha(torch.relu(x0 @ w), temperature=tau)
+        A_off = A - torch.diag(torch.diagonal(A))
+        out.append([float(contrastive_covariance(a, v1, v2, convention="tian2023")) for a in (A_off, A)])
+    return torch.tensor(out, dtype=atoms.dtype)

@@ -115,6 +115,20 @@ DOMAINS = {
                  Bad({"n": 4, "reps": 2, "scales": [1.0, -1.0], "noise": 0.5, **_g}, "scales"),
                  Bad({"n": 4, "reps": 2, "scales": [1.0], "noise": -0.5, **_g}, "noise"),
                  Bad({"n": 4, "reps": 2, "scales": [1.0], "noise": 0.5, "generator": 0}, "generator"))),
+    "clbook.kernels.relu_batch_covariances": Spec(
+        valid=st.fixed_dictionaries({"n": st.integers(2, 8), "reps": st.integers(1, 3), "atoms": st.just(_X[:4]),
+                                     "weights": st.just([0.4, 0.3, 0.2, 0.1]), "w": st.just([0.6, 0.8, 0.0]),
+                                     "noise": st.floats(0.0, 1.0), "temperature": st.floats(0.1, 2.0),
+                                     "generator": generators()}),
+        expect=lambda o, kw: o.shape == (kw["reps"], 2) and bool(torch.isfinite(o).all()),
+        invalid=(Bad({"n": 1, "reps": 2, "atoms": _X[:4], "weights": [0.25] * 4, "w": [1.0] * 3, "noise": 0.1,
+                      "temperature": 1.0, **_g}, "n"),
+                 Bad({"n": 4, "reps": 2, "atoms": _X[:4], "weights": [0.5] * 4, "w": [1.0] * 3, "noise": 0.1,
+                      "temperature": 1.0, **_g}, "weights"),
+                 Bad({"n": 4, "reps": 2, "atoms": _X[:4], "weights": [0.25] * 4, "w": [1.0] * 2, "noise": 0.1,
+                      "temperature": 1.0, **_g}, "w"),
+                 Bad({"n": 4, "reps": 2, "atoms": _X[:4], "weights": [0.25] * 4, "w": [1.0] * 3, "noise": 0.1,
+                      "temperature": 0.0, **_g}, "temperature"))),
     # data.latent
     "clbook.data.latent.LatentModel": Spec(exempt=EXEMPT_RECORD),
     "clbook.data.latent.latent_categorical": Spec(

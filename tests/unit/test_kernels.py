@@ -134,3 +134,50 @@ def test_bad_inputs():
         kernels.variance_limit(torch.ones(3, 1, dtype=F64), torch.full((3,), 1 / 3, dtype=F64), torch.ones(4, 2, dtype=F64))
     with pytest.raises(ValueError, match="log_a"):
         kernels.log_kernel_from_features(torch.full((2, 2), float("nan"), dtype=F64), torch.zeros(2, 2, dtype=F64))
+
+
+def _eq3_by_loop(alpha, a1, a2):
+    """Tian (2023) Eq. 3 for scalar features, as a double loop over the pairs."""
+    n = len(a1)
+    total = sum(float(alpha[i, j]) * ((float(a1[i]) - float(a1[j])) * (float(a1[i]) - float(a1[j]))
+                                      - (float(a1[i]) - float(a2[i])) ** 2)
+                for i in range(n) for j in range(n))
+    return total / (2 * n * n)
+
+
+def test_relu_batch_covariances_loop_oracle():
+    atoms = torch.tensor([[1.0, 0.2], [0.3, 1.1], [-0.8, 0.5]], dtype=F64)
+    probs, w = torch.tensor([0.5, 0.3, 0.2], dtype=F64), torch.tensor([0.8, 0.6], dtype=F64)
+    out = kernels.relu_batch_covariances(5, 2, atoms=atoms, weights=probs, w=w, noise=0.3, temperature=0.5,
+                                         generator=clbook.generator(4))
+    assert out.shape == (2, 2) and out.dtype == F64
+    gen = clbook.generator(4)   # the documented order of the draws: atoms, view 1, view 2, per batch
+    for row in out:
+        x0 = atoms[torch.multinomial(probs, 5, replacement=True, generator=gen)]
+        v1 = torch.relu((x0 + 0.3 * clbook.randn(5, 2, generator=gen)) @ w)
+        v2 = torch.relu((x0 + 0.3 * clbook.randn(5, 2, generator=gen)) @ w)
+        g0 = torch.relu(x0 @ w)
+        A = torch.tensor([[math.exp(-(float(a) - float(b)) ** 2 / (2 * 0.5)) for b in g0] for a in g0], dtype=F64)
+        off = A - torch.diag(torch.diagonal(A))
+        assert float(row[0]) == pytest.approx(_eq3_by_loop(off, v1, v2), abs=1e-14)
+        assert float(row[1]) == pytest.approx(_eq3_by_loop(A, v1, v2), abs=1e-14)
+
+
+def test_relu_batch_covariances_without_noise_the_diagonal_does_not_enter():
+    atoms = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=F64)
+    out = kernels.relu_batch_covariances(8, 3, atoms=atoms, weights=[0.5, 0.5], w=[1.0, 0.5], noise=0.0,
+                                         temperature=1.0, generator=clbook.generator(0))
+    torch.testing.assert_close(out[:, 0], out[:, 1], atol=1e-15, rtol=0)
+    assert bool((out >= 0).all())
+
+
+def test_relu_batch_covariances_bad_inputs():
+    ok = {"atoms": torch.eye(2, dtype=F64), "weights": [0.5, 0.5], "w": [1.0, 1.0], "noise": 0.1, "temperature": 1.0,
+          "generator": clbook.generator(0)}
+    for name, value, error in (("weights", [0.5, 0.6], ValueError), ("w", [1.0], ValueError),
+                               ("noise", -0.1, ValueError), ("temperature", 0.0, ValueError),
+                               ("generator", 0, TypeError), ("atoms", torch.ones(2, dtype=F64), ValueError)):
+        with pytest.raises(error, match=name):
+            kernels.relu_batch_covariances(4, 2, **{**ok, name: value})
+    with pytest.raises(ValueError, match="n"):
+        kernels.relu_batch_covariances(1, 2, **ok)
