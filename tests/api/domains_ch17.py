@@ -239,3 +239,66 @@ DOMAINS: dict = {
         invalid=(Bad({"name": "table9"}, "name"), Bad({"name": 3}, "name"))),
     "clbook.viz.practice.explore": Spec(exempt=EXEMPT_PLOT),
 }
+
+# ------------------------------------------------------------------ issue 26: the mechanism (item 5), train_snapshots
+_M6 = torch.linalg.qr(torch.randn(6, 2, generator=_g, dtype=_D))[0]
+
+
+def _pairs(seed: int = 3):
+    """Held-out pairs for R = 2 runs of the tiny size (p = 6), stacked as noise_reliance takes them."""
+    from clbook.experiments.landscape import mechanism as MM
+
+    v = [MM.pair_views(_M6, n=5, sparsity=0.5, noise=0.2, generator=torch.Generator().manual_seed(seed + r)) for r in range(2)]
+    return MM.PairViews(shared=torch.stack([x.shared for x in v]), fresh=torch.stack([x.fresh for x in v]),
+                        both=torch.stack([x.both for x in v]))
+
+
+def _reliance_args(name: str) -> dict:
+    branches = ("o", "t") if L.MODELS[name].loss == "ncl" else ("o",)
+    return dict(model=name, params={b: _net(name) for b in branches}, views=_pairs())
+
+
+def _reliance_ok(out, kw):
+    assert set(out) == {"shared", "fresh", "drop", "match_shared", "match_fresh"}
+    assert all(tuple(v.shape) == (2,) for v in out.values())
+    assert torch.allclose(out["drop"], out["shared"] - out["fresh"]) and bool((out["shared"].abs() <= 1 + 1e-9).all())
+
+
+_snap_kw = dict(sparsities=[0.2], seeds=[1], **_tiny)
+
+DOMAINS.update({
+    "clbook.experiments.landscape.mechanism.PairViews": Spec(exempt=EXEMPT_RECORD),
+    "clbook.experiments.landscape.mechanism.pair_views": Spec(
+        valid=st.fixed_dictionaries({"M": st.just(_M6), "n": st.integers(2, 9), "sparsity": st.floats(0.1, 1.0),
+                                     "noise": st.floats(0.0, 1.0), "keep": st.floats(0.0, 1.0), "generator": generators(),
+                                     "latent": st.sampled_from(list(L.LATENTS))}),
+        expect=lambda out, kw: tuple(out.shared.shape) == tuple(out.fresh.shape) == (2, kw["n"], 6) and torch.equal(out.shared[0],
+                                                                                                                  out.fresh[0]),
+        invalid=(Bad({"M": _M6, "n": 1, "sparsity": 0.2, "noise": 0.1, "generator": _g}, "n"),
+                 Bad({"M": _M6, "n": 4, "sparsity": 0.0, "noise": 0.1, "generator": _g}, "sparsity"),
+                 Bad({"M": _M6, "n": 4, "sparsity": 0.2, "noise": -0.1, "generator": _g}, "noise"),
+                 Bad({"M": _M6, "n": 4, "sparsity": 0.2, "noise": 0.1, "keep": 2.0, "generator": _g}, "keep"),
+                 Bad({"M": _M6[0], "n": 4, "sparsity": 0.2, "noise": 0.1, "generator": _g}, "M"),
+                 Bad({"M": _M6, "n": 4, "sparsity": 0.2, "noise": 0.1, "generator": 3}, "generator"),
+                 Bad({"M": _M6, "n": 4, "sparsity": 0.2, "noise": 0.1, "generator": _g, "latent": "x"}, "latent"))),
+    "clbook.experiments.landscape.mechanism.noise_reliance": Spec(
+        valid=st.sampled_from(["CL-basic", "CL-linear", "NCL-basic", "NCL-linear", "NCL-basic-2L"]).map(_reliance_args),
+        expect=_reliance_ok,
+        invalid=(Bad({**_reliance_args("CL-basic"), "model": "SimCLR"}, "model"),
+                 Bad({**_reliance_args("NCL-basic"), "params": {"o": _net("NCL-basic")}}, "params"),
+                 Bad({**_reliance_args("CL-basic"), "views": _views(2)}, "views"))),
+    "clbook.experiments.landscape.mechanism.mechanism_job": Spec(
+        valid=st.fixed_dictionaries({"model": st.sampled_from(["CL-basic", "NCL-basic"]), "at": st.just([0, 2]),
+                                     "n_held_out": st.integers(2, 6), **{k: st.just(v) for k, v in _snap_kw.items()}}),
+        expect=lambda out, kw: len(out["rows"]) == 1 and out["rows"][0]["epochs"] == [0, 2], max_examples=2,
+        invalid=(Bad({"model": "SimSiam", "at": [0], **_snap_kw}, "model"),
+                 Bad({"model": "CL-basic", "at": [0], **_snap_kw, "n_held_out": 1}, "n_held_out"),
+                 Bad({"model": "CL-basic", "at": [3], **_snap_kw}, "at"))),
+    "clbook.experiments.landscape.training.train_snapshots": Spec(
+        valid=st.fixed_dictionaries({"model": st.sampled_from(["CL-basic", "NCL-basic", "SimSiam"]), "at": st.sampled_from([[0], [1, 2]]),
+                                     **{k: st.just(v) for k, v in _snap_kw.items()}}),
+        expect=lambda out, kw: [s["epoch"] for s in out[2]] == kw["at"] and tuple(out[1].shape) == (1, 6, 2), max_examples=3,
+        invalid=(Bad({"model": "CL-basic", "at": [], **_snap_kw}, "at"), Bad({"model": "CL-basic", "at": [2, 1], **_snap_kw}, "at"),
+                 Bad({"model": "X", "at": [0], **_snap_kw}, "model"),
+                 Bad({"model": "CL-basic", "at": [0], **_snap_kw, "progress": True}, "progress"))),
+})

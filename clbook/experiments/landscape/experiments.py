@@ -13,11 +13,13 @@ from pathlib import Path
 from ... import results
 from ..._validate import check_choice, check_in_range, check_int, check_positive
 from .. import runner
+from .mechanism import mechanism_job
 from .models import MODELS
 from .training import train_job
 
 __all__ = ["PAPER_TABLE1", "PAPER_TABLE2", "PAPER_TABLE4", "EXPERIMENTS", "TABLE2_MODELS", "ABLATIONS", "ABLATION_MODELS", "PILOT",
-           "ABLATION_SPARSITIES", "MORE_SEEDS", "MORE_SEEDS_MODELS", "DATA", "jobs", "run", "estimate", "load"]
+           "ABLATION_SPARSITIES", "MORE_SEEDS", "MORE_SEEDS_MODELS", "DATA", "jobs", "run", "estimate", "load", "SCRIPTS",
+           "SCRIPTS_BY_LOSS", "SCRIPTS_MODELS", "SCRIPTS_SOURCES", "MECHANISM_MODELS", "MECHANISM_NOISE_DRAWS"]
 
 DATA = results.user_dir("landscape")  # default --out of a rerun; the shipped results are read with results.load
 TABLE2_MODELS = ("CL-basic", "CL-linear", "NCL-basic", "NCL-basic-2L", "NCL-linear", "NCL-basic-code")
@@ -80,13 +82,35 @@ PILOT = {
 ABLATION_SPARSITIES = {"noise=0": ABLATION_MODELS, "noise_draw=view": ABLATION_MODELS, "n=3000": ("CL-basic", "NCL-basic")}
 MORE_SEEDS = (6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 MORE_SEEDS_MODELS = ("CL-basic", "NCL-basic")
+# Issue 26, item 4: the authors' own script settings as a configuration of its own (scripts/cl_vs_ncl_ksparse.sh with
+# config/overpara_nopre_alter.yaml of ashwinipokle/contrastive_landscape; each setting with file:line in
+# SCRIPTS_SOURCES). Settings not listed are train()'s defaults, which equal the scripts' (tested).
+SCRIPTS = dict(n=3000, lr=0.005, latent="exact", bias_init="uniform")
+SCRIPTS_BY_LOSS = {"ntxent": dict(scheme="dependent", drop_last=True), "ncl": dict(scheme="independent", drop_last=False)}
+SCRIPTS_MODELS = ("CL-basic", "CL-linear", "NCL-basic-code", "NCL-linear")
+SCRIPTS_SOURCES = {
+    "n": "config/overpara_nopre_alter.yaml:1 (nn: 3000)",
+    "lr": "scripts/cl_vs_ncl_ksparse.sh:2-3 (--lr 0.005; also config/overpara_nopre_alter.yaml:8)",
+    "latent": "main_simclr.py:92, main.py:100 (gen_z, exactly-k-sparse: data_model/gen_sparse_coding_data.py:11-27)",
+    "bias_init": "models/simclr.py:82, models/sparse_contrastive_model_reduced.py:26-27 (nn.Linear's default U(+-1/sqrt(fan-in)))",
+    "scheme": "main_simclr.py:103-105 (DependentMaskContrastiveDataset without --use_masking); "
+              "main.py:109 (MaskedSparseContrastiveDataset)",
+    "drop_last": "main_simclr.py:105 (drop_last=True); main.py:110 (drop_last=False)",
+    "model": "main.py:117-133 (SparseContrastiveModelReduced: no BatchNorm whatever --use_bn says): NCL-basic-code",
+}
+# Issue 26, item 5: the mechanism, measured (clbook.experiments.landscape.mechanism): CL-basic and NCL-basic trained with
+# the noise shared by the two views (the text's setting) and drawn per view, at Pr(sparse) 0.1 by default, 4000 epochs.
+MECHANISM_MODELS = ("CL-basic", "NCL-basic")
+MECHANISM_NOISE_DRAWS = ("sample", "view")
 EXPERIMENTS = ("table2-independent", "table2-dependent", "table1", "ablation", "table4", "figures", "pilot",
-               "table2-independent-seeds", "ablation-seeds", "ablation-sparsities")
+               "table2-independent-seeds", "ablation-seeds", "ablation-sparsities", "table2-scripts", "mechanism")
 # measured ms per epoch per run (bench, n = 1000), for ordering the jobs (largest first) and for estimates
 _MS_PER_EPOCH = {"ntxent": 10.0, "simsiam": 2.7, "ncl": 1.8}
 _MORE = ("table2-independent-seeds", "ablation-seeds")
 # the sparsities of an experiment when none are given (default 0.1, 0.2, 0.3)
-_SPARSITIES = {"ablation": [0.2], "ablation-sparsities": [0.1, 0.3], "figures": [0.2]}
+_SPARSITIES = {"ablation": [0.2], "ablation-sparsities": [0.1, 0.3], "figures": [0.2], "mechanism": [0.1]}
+# the epochs of an experiment when none are given and not quick (default 8000)
+_EPOCHS = {"pilot": 1000, "mechanism": 4000}
 
 
 def _cost(params: dict) -> float:
@@ -145,9 +169,23 @@ def _figures(experiment, models, factors):  # Figs 4-7 at Pr(sparse) = 0.2 (3 ru
             ("warm c=1 aligned", "NCL-basic", dict(warm=c1, aligned=True))]
 
 
+def _scripts(experiment, models, factors):  # the authors' script settings, each model with its script's masks and loader
+    return [(name, name, SCRIPTS | SCRIPTS_BY_LOSS[MODELS[name].loss]) for name in (models or SCRIPTS_MODELS)]
+
+
+def _mechanism(experiment, models, factors):
+    return [(f"noise_draw={draw}/{name}", name, dict(noise_draw=draw)) for draw in MECHANISM_NOISE_DRAWS
+            for name in (models or MECHANISM_MODELS)]
+
+
+def _checkpoints(epochs: int) -> list:
+    """The epochs at which ``mechanism`` measures: 0, 1/16, 1/8, 1/4, 1/2, 3/4 and all of training."""
+    return sorted({0, epochs // 16, epochs // 8, epochs // 4, epochs // 2, 3 * epochs // 4, epochs})
+
+
 _TODO = {"table2-independent": _table2, "table2-dependent": _table2, "table1": _table1, "ablation": _ablation,
          "ablation-sparsities": _ablation_sparsities, "table2-independent-seeds": _more_seeds, "ablation-seeds": _more_seeds,
-         "pilot": _pilot, "table4": _table4, "figures": _figures}
+         "pilot": _pilot, "table4": _table4, "figures": _figures, "table2-scripts": _scripts, "mechanism": _mechanism}
 
 
 def _default_seeds(experiment: str, quick: bool) -> list:
@@ -182,13 +220,17 @@ def jobs(experiment: str, *, epochs: int | None = None, seeds=None, sparsities=N
     ``ablation-sparsities``: the factors of :data:`ABLATION_SPARSITIES` at Pr(sparse) 0.1 and 0.3;
     ``table2-independent-seeds`` / ``ablation-seeds``: CL-basic and NCL-basic under independent masks, without /
     with per-view noise, at :data:`MORE_SEEDS` (seeds 6-15), so that the verdicts rest on 15 paired seeds.
+    ``table2-scripts``: :data:`SCRIPTS_MODELS` at the authors' script settings (:data:`SCRIPTS`, with the masks and
+    loader of each model's script, :data:`SCRIPTS_BY_LOSS`); ``mechanism``: CL-basic and NCL-basic with the noise
+    shared by the views and drawn per view, measured by :func:`~clbook.experiments.landscape.mechanism.mechanism_job`
+    at 0, 1/16, 1/8, 1/4, 1/2, 3/4 and all of the epochs (default 4000, Pr(sparse) 0.1).
     ``factors`` (ablation and pilot only) keeps the named factors of :data:`ABLATIONS` / :data:`PILOT`.
     Every job uses ``paired=True`` (same data, permutations and masks for every model of one seed and sparsity),
     records the max-cosines every ``epochs // 80`` epochs (every 100 at 8000) and defaults to 8000 epochs, seeds
     1-5 and Pr(sparse) 0.1, 0.2, 0.3 (``quick``: 20 epochs, seeds 1-2).
     """
     check_choice("experiment", experiment, EXPERIMENTS)
-    E = check_int("epochs", epochs, 1) if epochs is not None else (20 if quick else 1000 if experiment == "pilot" else 8000)
+    E = check_int("epochs", epochs, 1) if epochs is not None else (20 if quick else _EPOCHS.get(experiment, 8000))
     seeds = [check_int("seed", s, 0) for s in seeds] if seeds is not None else _default_seeds(experiment, quick)
     if sparsities is not None:
         betas = [check_in_range("sparsity", s, 1e-9, 1.0) for s in sparsities]
@@ -202,6 +244,8 @@ def jobs(experiment: str, *, epochs: int | None = None, seeds=None, sparsities=N
     for prefix, name, kw in _TODO[experiment](experiment, models, factors):
         for s in betas:
             params = base | kw | dict(model=name, sparsities=[s])
+            if experiment == "mechanism":
+                params["at"] = _checkpoints(E)
             out.append(runner.Job(key=f"{prefix}/{s}", params=params, cost=_cost(params)))
     if not out:
         raise ValueError(f"experiment {experiment!r} has no jobs with models = {models!r}.")
@@ -229,7 +273,8 @@ def run(experiments, *, epochs: int | None = None, seeds=None, sparsities=None, 
     for experiment, work in todo.items():
         name = f"quick-{experiment}" if quick else experiment
         settings = dict(experiment=experiment, quick=quick, dtype="float32", jobs={job.key: job.params for job in work})
-        done[name] = runner.run_jobs(train_job, work, out=out, name=name, command=command, settings=settings, workers=workers,
+        function = mechanism_job if experiment == "mechanism" else train_job
+        done[name] = runner.run_jobs(function, work, out=out, name=name, command=command, settings=settings, workers=workers,
                                      backend=backend, scheduler=scheduler, resume=not fresh, progress=progress,
                                      experiment=experiment, discard_complete=discard_complete,
                                      worker_timeout=worker_timeout)

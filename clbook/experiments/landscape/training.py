@@ -7,6 +7,7 @@ elementwise, so the stacked update is each run's update: a run is bit for bit th
 """
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import asdict, dataclass
 
@@ -23,7 +24,7 @@ from ...losses import ntxent as _ntx
 from ...metrics import maxcos
 from .models import BIAS_INITS, MODELS, Model, SharedEncoder, apply_head, encode, exact_latents, init_head, init_network
 
-__all__ = ["TrainResult", "train", "train_job", "step_shared", "NOISE_DRAWS", "LATENTS", "METRICS"]
+__all__ = ["TrainResult", "train", "train_job", "train_snapshots", "step_shared", "NOISE_DRAWS", "LATENTS", "METRICS"]
 
 NOISE_DRAWS = ("sample", "epoch", "view")
 LATENTS = ("iid", "exact")
@@ -386,3 +387,66 @@ def train_job(**params) -> dict:
     """One job of the runner: :func:`train` in float32 with ``params``; returns the rows (with trajectories) and settings."""
     res = train(dtype=torch.float32, **params)
     return dict(model=res.model, rows=res.rows(), settings=res.settings, train_seconds=round(res.seconds, 1))
+
+
+def train_snapshots(model: str, *, at, **kw) -> tuple[TrainResult, torch.Tensor, list[dict]]:
+    r""":func:`train`, keeping a copy of every network's parameters at the epochs ``at`` (for measurements along training).
+
+    The same runs as :func:`train` with the same arguments ``kw`` (same checks, draws and steps: bit for bit the same
+    trajectory, tested), plus the parameters of every branch at each epoch of ``at`` (0 is the initialisation).
+
+    Parameters
+    ----------
+    model : str
+        A key of :data:`MODELS`.
+    at : sequence of int
+        Epochs at which to copy the parameters, each in ``[0, epochs]``, increasing.
+    **kw
+        The other arguments of :func:`train` (not ``keep_weights`` or ``progress``).
+
+    Returns
+    -------
+    result : TrainResult
+        As :func:`train` returns it.
+    M : torch.Tensor
+        The runs' dictionaries ``[R, p, d]`` (float64), runs ordered as in ``result``.
+    snapshots : list of dict
+        One ``{"epoch": e, "params": {branch: {name: tensor [R, ...] (float64)}}}`` per epoch of ``at``; the branches
+        are ``"o"`` (and ``"t"`` for a non-contrastive model).
+    """
+    for bad in ("keep_weights", "progress"):
+        if bad in kw:
+            raise ValueError(f"train_snapshots does not take {bad}.")
+    defaults = {k: v.default for k, v in inspect.signature(train).parameters.items() if k not in ("model", "keep_weights", "progress")}
+    unknown = sorted(set(kw) - set(defaults))
+    if unknown:
+        raise ValueError(f"train_snapshots got unknown arguments {unknown}.")
+    st = _check_train(model, **(defaults | kw))
+    if isinstance(at, (str, bytes)) or not list(at):
+        raise ValueError(f"at must be a non-empty sequence of epochs; got at = {at!r}.")
+    at = [check_int("at", e, 0, st.epochs) for e in at]
+    if any(b <= a for a, b in zip(at, at[1:], strict=False)):
+        raise ValueError(f"at must be increasing; got at = {at}.")
+    gens, M, X, net, H = _draw_runs(st)
+    trajectory = _Trajectory(net["o"]["W0"], M)
+    rows = torch.arange(len(gens)).unsqueeze(-1)
+    starts = list(range(0, st.n - st.batch + 1, st.batch)) if st.drop_last else list(range(0, st.n, st.batch))
+
+    def snap(epoch):
+        return dict(epoch=epoch, params={br: {k: v.detach().to(torch.float64).clone() for k, v in net[br].items()} for br in st.branches})
+
+    snapshots = [snap(0)] if at[0] == 0 else []
+    start = time.perf_counter()
+    last_loss = torch.zeros(len(gens), dtype=torch.float64)
+    for epoch in range(1, st.epochs + 1):
+        A1, A2 = _epoch_views(st, gens, X, rows)
+        last_loss = _epoch(st, net, H, A1, A2, starts)
+        if epoch % st.record == 0 or epoch == st.epochs:
+            trajectory.add(epoch)
+        if epoch in at:
+            snapshots.append(snap(epoch))
+    seconds = time.perf_counter() - start
+    mx, md, mn = trajectory.values
+    result = TrainResult(model=model, sparsities=list(st.sparsities), seeds=list(st.seeds), epochs=trajectory.epochs, maximum=mx,
+                         median=md, minimum=mn, loss=last_loss.tolist(), seconds=seconds, settings=st.stored())
+    return result, M.to(torch.float64), snapshots
