@@ -168,16 +168,46 @@ PANEL_DPI = 72
 """The resolution at which a live panel sends its figure to the browser (the static twin uses the notebook's)."""
 
 
+_RENDERERS: dict = {}
+"""One Agg renderer per (width, height, dpi), shared by every update of the live panels (see :func:`render_png`)."""
+
+
 def render_png(fig, *, dpi: int = PANEL_DPI) -> bytes:
-    """The PNG a live panel shows: ``fig`` drawn once at ``dpi`` (no tight bounding box, which draws it twice)."""
+    """The PNG a live panel shows: ``fig`` drawn once at ``dpi`` (no tight bounding box, which draws it twice).
+
+    The pixels are those of ``fig.savefig(buf, format="png", dpi=dpi)``; the figure is drawn by an Agg renderer kept
+    for its size and dpi, shared by all updates. Matplotlib caches text metrics per renderer, and each savefig makes
+    a new one, so a panel's new figure paid again for the layout of every tick label and title it had already shown
+    (a third to a half of drawing a small figure). The PNG is written with zlib level 1 (a few ms; the level changes
+    the size by about 10 %, not the pixels).
+    """
     import io
+
+    from matplotlib.backends.backend_agg import RendererAgg
+    from PIL import Image
 
     if not hasattr(fig, "savefig"):
         raise TypeError(f"fig must be a matplotlib figure; got {type(fig).__name__}.")
     if isinstance(dpi, bool) or not isinstance(dpi, (int, float)) or not 20 <= dpi <= 300:
         raise ValueError(f"dpi must be a number in [20, 300]; got dpi = {dpi!r}.")
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
+    before = fig.dpi
+    fig.dpi = dpi
+    try:
+        width, height = fig.bbox.size
+        key = (width, height, dpi)
+        renderer = _RENDERERS.get(key)
+        if renderer is None:
+            if len(_RENDERERS) >= 8:
+                _RENDERERS.clear()
+            renderer = _RENDERERS[key] = RendererAgg(width, height, dpi)
+        renderer.clear()
+        fig.draw(renderer)
+        image = Image.frombuffer("RGBA", (int(renderer.width), int(renderer.height)), renderer.buffer_rgba(),
+                                 "raw", "RGBA", 0, 1)
+        buf = io.BytesIO()
+        image.save(buf, format="png", compress_level=1)
+    finally:
+        fig.dpi = before
     return buf.getvalue()
 
 
@@ -192,6 +222,20 @@ def static(figure_fn, **params) -> None:
     fig = figure_fn(**params)
     display(fig)
     plt.close(fig)
+
+
+def settle_heap() -> None:
+    """Collect, then freeze the objects alive now (``gc.freeze``), once a panel has drawn its first figure.
+
+    Python's full garbage collections walk every tracked object: with torch, matplotlib and a chapter's results loaded
+    that took about 0.3 s, and one landed on some panel update every few dozen (the worst updates measured). Frozen
+    objects (the modules, the chapter's data) are no longer walked; the figures of later updates are still collected.
+    :func:`panel` calls it; ``tools/panel_bench.py`` calls it at the same point.
+    """
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def panel(figure_fn, controls: dict | None = None, *, columns: int = 3) -> w.VBox:
@@ -220,6 +264,7 @@ def panel(figure_fn, controls: dict | None = None, *, columns: int = 3) -> w.VBo
         plt.close(fig)
 
     out = w.interactive_output(draw, controls)
+    settle_heap()
     items = list(controls.values())
     rows = [w.HBox(items[k:k + columns]) for k in range(0, len(items), columns)]
     return w.VBox([*rows, out])

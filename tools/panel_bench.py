@@ -37,6 +37,7 @@ def measure(spec) -> dict:
     # every later update reuses (fonts, the PNG writer), as it does in a kernel
     widgets.render_png(spec.figure(**grid["frames"][""]))
     plt.close("all")
+    widgets.settle_heap()  # as widgets.panel does after its first draw
     for key, values in grid["frames"].items():
         if not key:
             continue
