@@ -383,10 +383,19 @@ def test_help_lists_names_and_an_example(module, names, capsys):
 
 
 def test_a_rerun_that_computes_nothing_keeps_the_bytes(tmp_path):
+    import json
+
     _run(tmp_path, 3)
-    before = (tmp_path / "demo.json").read_bytes()
+    # the stored provenance is made unlike anything a rerun would write (another command, date and wall time), so
+    # that a rerun which rewrites the file is caught even when it runs within the same second as the first run
+    path = tmp_path / "demo.json"
+    stored = json.loads(path.read_text())
+    stored["provenance"].update(command="t 3 (the original run)", date="2001-01-01T00:00:00", seconds=11.9)
+    path.write_text(json.dumps(stored))
+    before = path.read_bytes()
     data = _run(tmp_path, 3)
-    assert (tmp_path / "demo.json").read_bytes() == before and data["complete"]
+    assert path.read_bytes() == before and data["complete"]
+    assert data["provenance"]["seconds"] == 11.9 and data["provenance"]["command"] == "t 3 (the original run)"
 
 
 def test_each_job_records_the_code_machine_and_libraries(tmp_path):
@@ -446,7 +455,29 @@ def _same(a, b):
     return torch.equal(a[0], b[0]) and bool((a[1] == b[1]).all()) and a[2:] == b[2:]
 
 
-def test_wide_jobs_and_mlp_leave_global_state_alone(tmp_path):
+@pytest.fixture
+def unusual_global_state():
+    """Global settings unlike those any job or setup would choose (float32, nondeterministic, 2 threads, odd seeds).
+
+    The tests' default state (clbook.setup: float64, deterministic, one thread) is what a leaky job would set, so a
+    leak would go unseen from it; from this state every such change shows.
+    """
+    import random
+
+    dtype, det, threads = torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled(), torch.get_num_threads()
+    torch.set_default_dtype(F32)
+    torch.use_deterministic_algorithms(False)
+    torch.set_num_threads(2)
+    torch.manual_seed(12345)
+    np.random.seed(54321)
+    random.seed(777)
+    yield
+    torch.set_default_dtype(dtype)
+    torch.use_deterministic_algorithms(det)
+    torch.set_num_threads(threads)
+
+
+def test_wide_jobs_and_mlp_leave_global_state_alone(tmp_path, unusual_global_state):
     from clbook import nets
     from clbook.experiments import wide
 
@@ -462,3 +493,47 @@ def test_wide_jobs_and_mlp_leave_global_state_alone(tmp_path):
         assert wide.fig2_job(**params) == first
     finally:
         torch.set_default_dtype(before[3])
+
+
+def test_landscape_run_leaves_global_state_alone(tmp_path, unusual_global_state):
+    from clbook.experiments import landscape
+
+    before = _global_state()
+    landscape.run(["table4"], epochs=1, seeds=[1], sparsities=[0.1], quick=True, out=tmp_path, workers=1, progress=False)
+    assert _same(before, _global_state())
+
+
+def _api_test_module():
+    import importlib
+
+    return importlib.import_module("tests.api.test_api")
+
+
+_ALLOWED_TO_CHANGE_GLOBAL_STATE = ("clbook.config.setup",)  # the one function documented to change global settings
+
+
+@pytest.mark.parametrize("qualname", [q for q in _api_test_module().CALLED if q not in _ALLOWED_TO_CHANGE_GLOBAL_STATE])
+def test_every_public_callable_leaves_global_state_alone(qualname, unusual_global_state):
+    """Each public callable of the API table, called once on valid input, changes no global setting or stream."""
+    from hypothesis import HealthCheck
+
+    api = _api_test_module()
+    spec, function = api.TABLE[qualname], api.PUBLIC[qualname]
+
+    @settings(max_examples=1, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+    @given(spec.valid)
+    def run(kwargs):
+        before = _global_state()
+        api.call(function, kwargs)
+        assert _same(before, _global_state()), f"{qualname} changed torch's, numpy's or random's global state"
+
+    run()
+
+
+def test_the_global_state_check_sees_a_leak(unusual_global_state):
+    """Negative control of the test above: setup (which changes global settings by design) is caught by it."""
+    import clbook
+
+    before = _global_state()
+    clbook.setup(seed=0, device="cpu", threads=1)
+    assert not _same(before, _global_state())
