@@ -26,14 +26,19 @@ def _run(model, sparsity, warm_c, aligned, normalize, keep, scheme, epochs, seed
     ``setup_key``, the device and dtype of ``clbook.setup``, is part of the key. Read-only.
     """
     p, d, m = 30, 6, 30
-    return lx.train(model, sparsities=[sparsity], seeds=[seed], p=p, d=d, m=m, n=256, batch=128, epochs=epochs, lr=0.1,
+    return lx.train(model, sparsities=[sparsity], seeds=[seed], p=p, d=d, m=m, n=256, batch=256, epochs=epochs, lr=0.5,
                     keep=keep, scheme=scheme, warm=p ** (-warm_c / 2) if warm_c > 0 else None, aligned=aligned,
                     normalize=None if normalize == "none" else normalize, record=max(epochs // 15, 1))
 
 
 def explore(model: str = "NCL-basic", sparsity: float = 0.2, warm_c: float = 0.0, aligned: bool = False, normalize: str = "none",
-            keep: float = 0.5, scheme: str = "independent", epochs: int = 150, seed: int = 1):
-    r"""One small run (p = 30, d = 6, m = 30, 256 samples, batch 128, lr 0.1): the three max-cosine summaries against epochs.
+            keep: float = 0.5, scheme: str = "independent", epochs: int = 30, seed: int = 1):
+    r"""One small run (p = 30, d = 6, m = 30, 256 samples, full batch, lr 0.5): the three max-cosine summaries against epochs.
+
+    One full-batch step of 0.5 an epoch moves the weights about as far as 2.5 epochs of minibatch SGD at lr 0.1 with
+    batch 128 (the panel's earlier setting, two steps of 0.1 an epoch), so 30 epochs show what about 75 showed there
+    at a tenth of the cost (an update takes about 0.1 s): the independent warm start degrades, the aligned one keeps,
+    the predictor rescues, the dependent masks beat the independent ones.
 
     ``warm_c`` = 0 starts at random, otherwise from the warm start with :math:`\sigma = p^{-c/2}`; ``scheme``: the
     views' masks (independent, Eq. 3, or dependent, Eq. 2). The dashed line is the chance level of a random
@@ -70,7 +75,7 @@ def _explore_controls() -> dict:
         "normalize": widgets.dropdown("normalise W", ["none", "row", "column"], "none"),
         "keep": widgets.slider("keep α", 0.5, 0.1, 0.9, 0.1),
         "scheme": widgets.dropdown("masks", ["independent", "dependent"], "independent"),
-        "epochs": widgets.int_slider("epochs", 150, 30, 300, 30),
+        "epochs": widgets.int_slider("epochs", 30, 10, 60, 10),
     }
 
 
