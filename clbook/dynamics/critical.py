@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._validate import as_tensor, check_in_range, check_int, check_nonnegative, check_positive, check_tensor
+from .._validate import as_tensor, check_in_range, check_int, check_nonnegative, check_positive, check_real, check_tensor
 from ..config import randn
 from ..linalg import haar_orthonormal, single_thread
 
@@ -38,8 +38,8 @@ __all__ = [
     "Mixture", "three_clusters", "mixture_gated_covariance", "mixture_plane_moment", "mixture_mean_output",
     "mixture_z0", "mixture_gaussian_factor", "plane_density_max_2d", "projected_field", "tangent_basis", "StabilityReport",
     "stability_report", "find_critical", "perturb_and_return", "PowerIteration", "power_iteration", "perturbed_patterns",
-    "lemma7_terms", "jitter_landscape", "cyclic_landscape", "mixture_grid", "gaussian_alpha_covariance", "lemma_terms_along",
-    "omega_at", "thm3_cap", "mixture_landscape",
+    "lemma7_terms", "jitter_landscape", "cyclic_landscape", "mixture_grid", "mixture_polar_grid", "gaussian_alpha_covariance",
+    "lemma_terms_along", "omega_at", "thm3_cap", "mixture_landscape",
 ]
 
 
@@ -485,6 +485,60 @@ def mixture_grid(mix: Mixture, *, points: int = 301, reach: float = 5.0) -> tupl
     d2 = ((x.unsqueeze(1) - mix.means.unsqueeze(0)) ** 2).sum(-1)
     p = (mix.weights * torch.exp(-d2 / (2 * mix.sigma ** 2))).sum(1)
     return x, p / p.sum()
+
+
+def mixture_polar_grid(mix: Mixture, *, theta0: float, cuts, radius: float,
+                       points: int = 48) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Polar Gauss–Legendre quadrature of a 2-D mixture: nodes ``[n, 2]`` and weights :math:`p(x)\,\mathrm dA` ``[n]``.
+
+    ``points`` Gauss–Legendre nodes in the radius :math:`r\in[0, R]` and as many in the angle
+    :math:`\theta_0 + \varphi` on each piece :math:`\varphi\in[c_i, c_{i+1}]` of ``cuts``, so that a function that is
+    smooth inside every piece (a gate :math:`\mathbb 1(v^\top x > 0)` or a kink of :math:`\mathrm{relu}(w^\top x)`
+    at a cut) is integrated to the rule's order; Chapter 7 differentiates such integrals in :math:`v`. The weights
+    are the mixture density times the area element, not renormalised: they sum to the mass inside the disk
+    (:func:`mixture_grid` is the square grid, renormalised).
+
+    Parameters
+    ----------
+    mix : Mixture
+        A mixture in two dimensions (:func:`three_clusters`).
+    theta0 : float
+        The angle (radians) from which ``cuts`` are measured.
+    cuts : sequence of float
+        Increasing angles :math:`c_0 < c_1 < \dots`, at least two, spanning at most :math:`2\pi`.
+    radius : float
+        :math:`R > 0`, the radius of the disk (e.g. the largest mean's norm plus 10σ).
+    points : int
+        Nodes per dimension of each piece, ``>= 1``.
+
+    Returns
+    -------
+    nodes : torch.Tensor, shape=[(len(cuts) - 1) * points**2, 2]
+    weights : torch.Tensor, shape=[(len(cuts) - 1) * points**2]
+    """
+    from numpy.polynomial.legendre import leggauss
+
+    mix = _check_mixture(mix)
+    if mix.means.shape[1] != 2:
+        raise ValueError(f"mixture_polar_grid needs 2-D data; got mix.means of shape {tuple(mix.means.shape)}.")
+    theta0 = check_real("theta0", theta0)
+    R = check_positive("radius", radius)
+    points = check_int("points", points, 1)
+    c = as_tensor("cuts", cuts, ndim=1, dtype=torch.float64, device="cpu")
+    if c.shape[0] < 2 or bool((c[1:] <= c[:-1]).any()) or float(c[-1] - c[0]) > 2 * math.pi + 1e-12:
+        raise ValueError(f"cuts must be at least two increasing angles spanning at most 2π; got cuts = {c.tolist()}.")
+    cuts = c.tolist()
+    x, w = (torch.as_tensor(a, dtype=mix.means.dtype, device=mix.means.device) for a in leggauss(points))
+    r, wr = R / 2 * (x + 1), R / 2 * w
+    nodes, weights = [], []
+    for lo, hi in zip(cuts[:-1], cuts[1:], strict=False):
+        t = theta0 + lo + (hi - lo) / 2 * (x + 1)
+        pts = torch.stack([torch.outer(r, torch.cos(t)), torch.outer(r, torch.sin(t))], -1).reshape(-1, 2)
+        d2 = ((pts.unsqueeze(1) - mix.means.unsqueeze(0)) ** 2).sum(-1)
+        p = torch.exp(-d2 / (2 * mix.sigma ** 2)) @ mix.weights / (2 * math.pi * mix.sigma ** 2)
+        nodes.append(pts)
+        weights.append(torch.outer(wr * r, (hi - lo) / 2 * w).reshape(-1) * p)
+    return torch.cat(nodes), torch.cat(weights)
 
 
 def gaussian_alpha_covariance(w, w_alpha, nodes, weights, *, temperature: float, terms: int = 200) -> torch.Tensor:

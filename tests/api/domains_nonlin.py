@@ -294,6 +294,15 @@ DOMAINS.update({
     "clbook.dynamics.critical.mixture_grid": Spec(
         valid=st.fixed_dictionaries({"mix": st.just(_MIX), "points": st.integers(3, 30)}), expect=lambda o, kw: abs(float(o[1].sum()) - 1) < 1e-12,
         invalid=(Bad({"mix": _MIX, "points": 1}, "points"), Bad({"mix": _MIX, "reach": -1.0}, "reach"))),
+    "clbook.dynamics.critical.mixture_polar_grid": Spec(
+        valid=st.fixed_dictionaries({"mix": st.just(_MIX), "theta0": st.floats(-3.0, 3.0),
+                                     "cuts": st.sampled_from([[0.0, 2 * math.pi], [-1.5, 0.5, 1.5, 4.7]]),
+                                     "radius": st.floats(0.5, 5.0), "points": st.integers(1, 12)}),
+        expect=lambda o, kw: o[0].shape == ((len(kw["cuts"]) - 1) * kw["points"] ** 2, 2) and bool((o[1] >= 0).all()),
+        invalid=(Bad({"mix": _MIX, "theta0": 0.0, "cuts": [1.0, 0.0], "radius": 2.0}, "cuts"),
+                 Bad({"mix": _MIX, "theta0": 0.0, "cuts": [0.0, 1.0], "radius": -2.0}, "radius"),
+                 Bad({"mix": _MIX, "theta0": 0.0, "cuts": [0.0, 1.0], "radius": 2.0, "points": 0}, "points"),
+                 Bad({"mix": "mix", "theta0": 0.0, "cuts": [0.0, 1.0], "radius": 2.0}, "mix"))),
     "clbook.dynamics.critical.gaussian_alpha_covariance": Spec(
         valid=st.fixed_dictionaries({"w": _unit(2), "w_alpha": _unit(2), "nodes": tensors(30, 2), "weights": st.just(torch.full((30,), 1 / 30, dtype=F64)),
                                      "temperature": st.floats(0.1, 2.0), "terms": st.integers(1, 30)}), expect=shape(2, 2),

@@ -198,3 +198,33 @@ def test_perturb_and_return_is_seeded_and_contracts():
 def test_bad_input_names_the_parameter(call, name):
     with pytest.raises((ValueError, TypeError), match=name):
         call()
+
+
+def test_mixture_polar_grid_mass_and_gated_covariance():
+    """The polar rule, cut at the gate, reproduces the mass and the closed-form A(w) of the mixture."""
+    mix = critical.three_clusters(0.3)
+    nodes, weights = critical.mixture_polar_grid(mix, theta0=0.0, cuts=[-math.pi, math.pi], radius=4.0)
+    assert nodes.shape == (48 * 48, 2) and weights.shape == (48 * 48,)
+    assert float(weights.sum()) == pytest.approx(1.0, abs=1e-10)
+    torch.testing.assert_close(weights @ nodes, mix.weights @ mix.means, atol=1e-10, rtol=0)
+    theta_w = 0.4
+    w = torch.tensor([math.cos(theta_w), math.sin(theta_w)], dtype=torch.float64)
+    cuts = [-math.pi / 2, math.pi / 2, 3 * math.pi / 2]   # the gate w^T x = 0 falls on the cuts
+    nodes, weights = critical.mixture_polar_grid(mix, theta0=theta_w, cuts=cuts, radius=4.0, points=64)
+    xt = nodes * (nodes @ w > 0).to(nodes.dtype).unsqueeze(1)
+    mean = weights @ xt
+    A = (xt * weights.unsqueeze(1)).T @ xt - torch.outer(mean, mean)
+    torch.testing.assert_close(A, critical.mixture_gated_covariance(w, mix), atol=1e-10, rtol=0)
+
+
+def test_mixture_polar_grid_bad_inputs():
+    mix = critical.three_clusters(0.3)
+    for kwargs, name in (({"cuts": [0.0]}, "cuts"), ({"cuts": [1.0, 0.0]}, "cuts"), ({"cuts": [0.0, 7.0]}, "cuts"),
+                         ({"radius": 0.0}, "radius"), ({"points": 0}, "points"), ({"theta0": float("nan")}, "theta0")):
+        with pytest.raises(ValueError, match=name):
+            critical.mixture_polar_grid(mix, **{"theta0": 0.0, "cuts": [0.0, 1.0], "radius": 2.0, **kwargs})
+    with pytest.raises(TypeError, match="mix"):
+        critical.mixture_polar_grid("mix", theta0=0.0, cuts=[0.0, 1.0], radius=2.0)
+    flat = critical.Mixture(torch.zeros(1, 3, dtype=torch.float64), torch.ones(1, dtype=torch.float64), 0.5)
+    with pytest.raises(ValueError, match="2-D"):
+        critical.mixture_polar_grid(flat, theta0=0.0, cuts=[0.0, 1.0], radius=2.0)
