@@ -302,3 +302,16 @@ DOMAINS.update({
                  Bad({"model": "X", "at": [0], **_snap_kw}, "model"),
                  Bad({"model": "CL-basic", "at": [0], **_snap_kw, "progress": True}, "progress"))),
 })
+
+
+def _mech_stored():
+    jobs = {f"noise_draw={draw}/CL-basic/0.1": {"params": {}, "result": {"rows": [
+        dict(model="CL-basic", sparsity=0.1, seed=s, epochs=[0, 4], drop=[0.1 * s, 0.1 * s * s + (draw == "sample")]) for s in (1, 2, 3)]}}
+        for draw in ("sample", "view")}
+    return {"jobs": jobs}
+
+
+DOMAINS["clbook.experiments.landscape.mechanism.reliance_tests"] = Spec(
+    valid=st.fixed_dictionaries({"data": st.just(_mech_stored()), "epoch": st.sampled_from([0, 4, None])}),
+    expect=lambda out, kw: len(out) == 3 and all(r["tests"] == 3 for r in out),
+    invalid=(Bad({"data": {}}, "data"), Bad({"data": _mech_stored(), "epoch": 2}, "epoch"), Bad({"data": 3}, "data")))

@@ -179,3 +179,30 @@ def test_the_new_experiments_leave_the_others_unchanged():
     assert j["noise_draw=view/CL-basic/0.1"] == dict(epochs=8000, seeds=list(LE.MORE_SEEDS), record=100, paired=True,
                                                       noise_draw="view", model="CL-basic", sparsities=[0.1])
     assert LE.jobs("pilot")[0].params["epochs"] == 1000 and LE.jobs("table1")[0].params["epochs"] == 8000
+
+
+def _stored_mechanism(drops: dict) -> dict:
+    """A stored mechanism result with the given per-seed drops {(draw, model): [[drop at each epoch] per seed]}."""
+    jobs = {}
+    for (draw, model), per_seed in drops.items():
+        rows = [dict(model=model, sparsity=0.1, seed=s + 1, epochs=[0, 10], drop=d) for s, d in enumerate(per_seed)]
+        jobs[f"noise_draw={draw}/{model}/0.1"] = {"params": {}, "result": {"rows": rows}}
+    return {"jobs": jobs}
+
+
+def test_reliance_tests_known_answers():
+    data = _stored_mechanism({("sample", "CL-basic"): [[0.2, 0.30], [0.2, 0.32], [0.2, 0.31]],
+                              ("view", "CL-basic"): [[0.2, 0.01], [0.2, -0.01], [0.2, 0.0]]})
+    rows = {(r["what"], r["noise_draw"]): r for r in MM.reliance_tests(data)}
+    assert set(rows) == {("drop", "sample"), ("drop", "view"), ("sample - view", "sample - view")}
+    assert all(r["tests"] == 3 and r["epoch"] == 10 for r in rows.values())
+    assert rows[("drop", "sample")]["verdict"] == "holds" and abs(rows[("drop", "sample")]["mean"] - 0.31) < 1e-12
+    assert rows[("drop", "view")]["verdict"] == "within noise" and abs(rows[("drop", "view")]["mean"]) < 1e-12
+    gap = rows[("sample - view", "sample - view")]
+    assert abs(gap["mean"] - 0.31) < 1e-12 and gap["verdict"] == "holds" and abs(gap["sd"] - 0.02) < 1e-12
+    at0 = MM.reliance_tests(data, epoch=0)
+    assert [r["verdict"] for r in at0] == ["holds", "holds", "within noise"]  # se = 0: the sign decides; equal drops: 0
+    with pytest.raises(ValueError, match="epoch"):
+        MM.reliance_tests(data, epoch=5)
+    with pytest.raises(ValueError, match="data"):
+        MM.reliance_tests({"jobs": {"noise_draw=view/CL-basic/0.1": {"params": {}}}})

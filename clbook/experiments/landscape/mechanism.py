@@ -30,7 +30,7 @@ from ...data import sparse_coding as sc
 from .models import MODELS, encode, exact_latents
 from .training import LATENTS, METRICS, train_snapshots
 
-__all__ = ["PairViews", "pair_views", "noise_reliance", "mechanism_job", "STREAMS"]
+__all__ = ["PairViews", "pair_views", "noise_reliance", "mechanism_job", "reliance_tests", "STREAMS"]
 
 STREAMS = {"held_out": 20_000_000}  # held-out pairs of run (seed, sparsity): config.stream(1000 seed + 1000 sparsity, ...)
 
@@ -219,3 +219,66 @@ def mechanism_job(*, model: str, sparsities, seeds, at, n_held_out: int = 1000, 
         rows.append(row)
     return dict(model=model, rows=rows, settings=result.settings | dict(n_held_out=n_held_out, at=epochs),
                 train_seconds=round(result.seconds, 1))
+
+
+def _drops(data: dict) -> dict:
+    """``{(noise_draw, model, sparsity): (epochs, {seed: drops})}`` from a stored ``mechanism`` result."""
+    if not isinstance(data, dict) or not isinstance(data.get("jobs"), dict) or not data["jobs"]:
+        raise ValueError("data must be a stored mechanism result (a dict with 'jobs'; see experiments.load).")
+    out = {}
+    for key, job in data["jobs"].items():
+        rows = job.get("result", {}).get("rows") if isinstance(job, dict) else None
+        if not rows or "drop" not in rows[0]:
+            continue  # a job not run yet (partial result)
+        draw = key.split("/")[0].removeprefix("noise_draw=")
+        out[(draw, rows[0]["model"], rows[0]["sparsity"])] = (rows[0]["epochs"], {r["seed"]: r["drop"] for r in rows})
+    if not out:
+        raise ValueError("data holds no finished job of the mechanism experiment.")
+    return out
+
+
+def reliance_tests(data: dict, *, epoch: int | None = None) -> list:
+    r"""The verdicts of a stored ``mechanism`` result at one epoch: the drops against "no reliance", and shared against per-view.
+
+    For every finished job (noise draw, model, Pr(sparse)): the drop of each seed at ``epoch`` (default the last
+    measured one) tested against 0 ("no reliance": the world in which the measurement fails) with
+    :func:`clbook.verify.paired_test`; and, for every model and Pr(sparse) with both noise draws, the drop under
+    shared noise (``sample``) against per-view noise (``view``), paired by seed (the two share data, latents and
+    initial weights). Bonferroni over all the tests returned (``tests`` in each row).
+
+    Parameters
+    ----------
+    data : dict
+        A stored result of the experiment ``mechanism`` (complete or partial).
+    epoch : int, optional
+        A measured epoch (default: the last).
+
+    Returns
+    -------
+    list of dict
+        One row per test: ``what`` (``"drop"`` or ``"sample - view"``), ``noise_draw``, ``model``, ``sparsity``,
+        ``epoch``, ``mean``, ``sd``, ``t``, ``cutoff``, ``detectable``, ``tests``, ``verdict``.
+    """
+    from ... import verify
+
+    groups = _drops(data)
+    cells = []
+    for (draw, model, sparsity), (epochs, by_seed) in sorted(groups.items()):
+        e = epochs[-1] if epoch is None else check_int("epoch", epoch, 0)
+        if e not in epochs:
+            raise ValueError(f"epoch {e} was not measured; the measured epochs are {epochs}.")
+        seeds = sorted(by_seed)
+        cells.append(("drop", draw, model, sparsity, e, [by_seed[s][epochs.index(e)] for s in seeds], [0.0] * len(seeds), seeds))
+    for _what, draw, model, sparsity, e, a, _, seeds in list(cells):
+        other = groups.get(("view", model, sparsity))
+        if draw == "sample" and other is not None and e in other[0] and sorted(other[1]) == seeds:
+            b = [other[1][s][other[0].index(e)] for s in seeds]
+            cells.append(("sample - view", "sample - view", model, sparsity, e, a, b, seeds))
+    rows = []
+    for what, draw, model, sparsity, e, a, b, _ in cells:
+        test = verify.paired_test(a, b, tests=len(cells))
+        diffs = [x - y for x, y in zip(a, b, strict=True)]
+        sd = (sum((x - test.mean) ** 2 for x in diffs) / (len(diffs) - 1)) ** 0.5
+        rows.append(dict(what=what, noise_draw=draw, model=model, sparsity=sparsity, epoch=e, mean=test.mean, sd=sd, t=test.t,
+                         cutoff=test.cutoff, detectable=test.detectable, tests=test.tests, verdict=test.verdict))
+    return rows
