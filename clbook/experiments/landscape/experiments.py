@@ -19,7 +19,7 @@ from .training import train_job
 
 __all__ = ["PAPER_TABLE1", "PAPER_TABLE2", "PAPER_TABLE4", "EXPERIMENTS", "TABLE2_MODELS", "ABLATIONS", "ABLATION_MODELS", "PILOT",
            "ABLATION_SPARSITIES", "MORE_SEEDS", "MORE_SEEDS_MODELS", "DATA", "jobs", "run", "estimate", "load", "SCRIPTS",
-           "SCRIPTS_BY_LOSS", "SCRIPTS_MODELS", "SCRIPTS_SOURCES", "MECHANISM_MODELS", "MECHANISM_NOISE_DRAWS"]
+           "SCRIPTS_BY_LOSS", "SCRIPTS_MODELS", "SCRIPTS_SOURCES", "SCRIPTS_NOT_ADOPTED", "MECHANISM_MODELS", "MECHANISM_NOISE_DRAWS"]
 
 DATA = results.user_dir("landscape")  # default --out of a rerun; the shipped results are read with results.load
 TABLE2_MODELS = ("CL-basic", "CL-linear", "NCL-basic", "NCL-basic-2L", "NCL-linear", "NCL-basic-code")
@@ -98,6 +98,16 @@ SCRIPTS_SOURCES = {
     "drop_last": "main_simclr.py:105 (drop_last=True); main.py:110 (drop_last=False)",
     "model": "main.py:117-133 (SparseContrastiveModelReduced: no BatchNorm whatever --use_bn says): NCL-basic-code",
 }
+# What the scripts do that table2-scripts does not adopt, and why (the rest of the scripts' settings equal train()'s defaults).
+SCRIPTS_NOT_ADOPTED = {
+    "masking probabilities": "config/overpara_nopre_alter.yaml sets none, so config/default.py:33 runs masking probabilities 0.25, "
+                             "0.5, 0.75 and 0.9 (keep 0.75-0.1) for main.py, and main_simclr.py's dependent masks (which ignore "
+                             "it) four times over; Table 2 is the paper's masking probability 0.5: keep 0.5 here",
+    "SReLU": "models/model_utils.py:13 applies relu(x) - relu(-x + 2b) to x = BN(Wx + b) (models/simclr.py:112-120): the bias "
+             "shifts the pre-activation and sets the threshold; ours (Eq. 14) has two parameters. Same family of functions "
+             "(authors.DEPARTURES['srelu']); not a setting of train()",
+    "random numbers": "numpy/torch global seeds 1-5 (main_simclr.py:73-74, main.py:82-83): same laws, other draws",
+}
 # Issue 26, item 5: the mechanism, measured (clbook.experiments.landscape.mechanism): CL-basic and NCL-basic trained with
 # the noise shared by the two views (the text's setting) and drawn per view, at Pr(sparse) 0.1 by default, 4000 epochs.
 MECHANISM_MODELS = ("CL-basic", "NCL-basic")
@@ -175,7 +185,7 @@ def _scripts(experiment, models, factors):  # the authors' script settings, each
 
 def _mechanism(experiment, models, factors):
     return [(f"noise_draw={draw}/{name}", name, dict(noise_draw=draw)) for draw in MECHANISM_NOISE_DRAWS
-            for name in (models or MECHANISM_MODELS)]
+            for name in (models or MECHANISM_MODELS) if MODELS[name].head == "none"]  # the measurement has no head
 
 
 def _checkpoints(epochs: int) -> list:
@@ -231,7 +241,10 @@ def jobs(experiment: str, *, epochs: int | None = None, seeds=None, sparsities=N
     """
     check_choice("experiment", experiment, EXPERIMENTS)
     E = check_int("epochs", epochs, 1) if epochs is not None else (20 if quick else _EPOCHS.get(experiment, 8000))
+    given_seeds = seeds is not None
     seeds = [check_int("seed", s, 0) for s in seeds] if seeds is not None else _default_seeds(experiment, quick)
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds (--seeds) must not repeat a seed; got seeds = {seeds}.")
     if sparsities is not None:
         betas = [check_in_range("sparsity", s, 1e-9, 1.0) for s in sparsities]
     else:
@@ -239,6 +252,8 @@ def jobs(experiment: str, *, epochs: int | None = None, seeds=None, sparsities=N
     _check_selection(experiment, models, factors)
     base = dict(epochs=E, seeds=seeds, record=max(E // 80, 1), paired=True)
     if experiment == "figures":
+        if len(seeds) > 3 and given_seeds:
+            raise ValueError(f"seeds (--seeds): figures runs at most 3 seeds (3 runs in the paper); got seeds = {seeds}.")
         base = base | dict(seeds=seeds[:3])
     out = []
     for prefix, name, kw in _TODO[experiment](experiment, models, factors):
@@ -270,14 +285,17 @@ def run(experiments, *, epochs: int | None = None, seeds=None, sparsities=None, 
     todo = {experiment: jobs(experiment, epochs=epochs, seeds=seeds, sparsities=sparsities, models=models, quick=quick,
                              factors=factors if experiment in ("ablation", "pilot") else None) for experiment in experiments}
     done = {}
-    for experiment, work in todo.items():
-        name = f"quick-{experiment}" if quick else experiment
-        settings = dict(experiment=experiment, quick=quick, dtype="float32", jobs={job.key: job.params for job in work})
-        function = mechanism_job if experiment == "mechanism" else train_job
-        done[name] = runner.run_jobs(function, work, out=out, name=name, command=command, settings=settings, workers=workers,
+    for check_only in (True, False):  # every result is checked (out, scheduler, earlier results) before the first job
+        for experiment, work in todo.items():
+            name = f"quick-{experiment}" if quick else experiment
+            settings = dict(experiment=experiment, quick=quick, dtype="float32", jobs={job.key: job.params for job in work})
+            function = mechanism_job if experiment == "mechanism" else train_job
+            result = runner.run_jobs(function, work, out=out, name=name, command=command, settings=settings, workers=workers,
                                      backend=backend, scheduler=scheduler, resume=not fresh, progress=progress,
                                      experiment=experiment, discard_complete=discard_complete,
-                                     worker_timeout=worker_timeout)
+                                     worker_timeout=worker_timeout, check_only=check_only)
+            if not check_only:
+                done[name] = result
     return done
 
 
