@@ -531,13 +531,13 @@ def jobs(experiment: str, *, quick: bool = False, seeds=None, betas=None, candid
 def _plan(experiment: str, *, quick: bool = False, seeds=None, betas=None, candidates=None) -> tuple[list, dict]:
     """:func:`jobs` and the settings they share: ``(list of runner.Job, settings)``."""
     check_choice("experiment", experiment, EXPERIMENTS)
+    if experiment == "bench" and seeds is not None:  # given at all, the default values included
+        raise ValueError("seeds (--seeds) do not apply to bench (one timing run); leave them out.")
     seeds = [1, 2, 3] if seeds is None else [check_int("seeds[k]", s, 1) for s in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct positive integers, at least one; got seeds = {seeds}.")
     if experiment in ("bench", "digits") and (betas is not None or candidates is not None):
         raise ValueError(f"betas, candidates (--betas, --candidates) apply to table1 and fig4 only; {experiment} has neither.")
-    if experiment == "bench" and seeds != [1, 2, 3]:
-        raise ValueError("seeds (--seeds) do not apply to bench (one timing run); leave them out.")
     if experiment == "bench":
         steps = 50 if quick else 200
         return [runner.Job("bench", dict(steps=steps))], dict(steps=steps)
@@ -696,6 +696,8 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=runner.positive_int, default=1, help="torch threads per job (default 1)")
     runner.add_arguments(parser, discard_complete=True)
     args = parser.parse_args(argv)
+    if args.experiment == "bench" and parser.given("workers") and args.workers != 1:
+        parser.error(f"--workers {args.workers} does not apply to bench (one timing job in one process); leave it out")
     command = "python -m clbook.experiments.hierarchical " + " ".join(sys.argv[1:] if argv is None else argv)
     try:
         data = run(args.experiment, quick=args.quick, seeds=args.seeds, betas=args.betas, candidates=args.candidates,

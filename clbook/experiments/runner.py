@@ -335,7 +335,12 @@ def _dask_executor(scheduler: str | None, workers: int, worker_timeout: float):
         raise ImportError("backend='dask' needs dask.distributed: pip install 'dask[distributed]'.") from exc
     with contextlib.ExitStack() as stack:
         if scheduler:
-            client = stack.enter_context(Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT:g}s"))
+            try:
+                client = stack.enter_context(Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT:g}s"))
+            except Exception as exc:  # noqa: BLE001 - whatever answered at that address is not a Dask scheduler
+                message = " ".join(str(exc).split())[:200]
+                raise ValueError(f"--scheduler {scheduler}: something answered there, but no Dask scheduler "
+                                 f"({type(exc).__name__}: {message}); check the address.") from None
             info = dict(workers=_cluster_workers(client))
         else:
             # 127.0.0.1 only; every worker runs the preload hook dask_setup (it ends with this process)
@@ -426,7 +431,7 @@ def _check_run(function, jobs, *, out, name, settings, workers, backend, schedul
 def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings: dict | None = None, workers: int = 2,
              backend: str = "local", scheduler: str | None = None, resume: bool = True, progress: bool = True,
              threads: int = 1, experiment: str | None = None, discard_complete: bool = False,
-             worker_timeout: float = WORKER_TIMEOUT) -> dict:
+             worker_timeout: float = WORKER_TIMEOUT, check_only: bool = False) -> dict | None:
     """Run ``function(**job.params)`` for every job and store the results; return the result dict.
 
     Parameters
@@ -460,6 +465,10 @@ def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings
         Seconds a Dask run goes on with no worker in its cluster (all of them died, or none came) before it stops
         with a one-line :class:`WorkersLost` naming this timeout (``--worker-timeout``); the partial file keeps
         the finished jobs, and the same call resumes from it.
+    check_only : bool
+        Make every check this call makes before its first job (the arguments, ``out``, the scheduler, an earlier
+        result it would resume or refuse to replace) and return None, computing and writing nothing: a caller
+        that runs several results one after the other checks them all first.
 
     Notes
     -----
@@ -474,6 +483,8 @@ def run_jobs(function: Callable, jobs, *, out, name: str, command: str, settings
                                                                 workers=workers, backend=backend, scheduler=scheduler,
                                                                 threads=threads, worker_timeout=worker_timeout)
     done, source = _previous(out, name, settings, jobs, resume=resume, discard_complete=bool(discard_complete))
+    if check_only:
+        return None
     todo = sorted((job for job in jobs if job.key not in done), key=lambda job: -job.cost)
     partial, final = out / f"{name}.partial.json", out / f"{name}.json"
     if not todo and source is not None and source.get("complete", False) and set(source.get("jobs", {})) == {j.key for j in jobs}:
@@ -590,16 +601,62 @@ def choice_list(choices) -> Callable[[str], list[str]]:
     return parse
 
 
+class _DefaultInt(int):
+    """A default of :func:`add_arguments`, told apart from the same number given on the command line."""
+
+
+class _DefaultFloat(float):
+    """A default of :func:`add_arguments`, told apart from the same number given on the command line."""
+
+
+class _DefaultStr(str):
+    """A default of :func:`add_arguments`, told apart from the same name given on the command line."""
+
+
+_DEFAULTS = (_DefaultInt, _DefaultFloat, _DefaultStr)
+_SHARED = ("workers", "backend", "worker_timeout")
+
+
+def _out_folder(text: str) -> Path:
+    """Argparse type of --out: a non-empty path."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a folder, got an empty path")
+    return Path(text)
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with the experiments' conventions.
 
     an error is one line on stderr (``prog: error: ...``) and exit status 2; ``--help`` keeps the epilog's line breaks
-    (the valid names and an example).
+    (the valid names and an example). The options of :func:`add_arguments` are checked together: ``--worker-timeout``
+    applies to Dask runs only, ``--scheduler`` contradicts ``--backend local`` and makes ``--workers`` (the processes
+    of a cluster started here) meaningless; :meth:`given` says whether an option was on the command line.
     """
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(*args, **kwargs)
+        self._given: set[str] = set()
+
+    def parse_args(self, args=None, namespace=None):
+        """Parse, refuse options that do not apply (one line, exit 2), and return plain values."""
+        ns = super().parse_args(args, namespace)
+        self._given = {dest for dest in _SHARED if hasattr(ns, dest) and not isinstance(getattr(ns, dest), _DEFAULTS)}
+        if getattr(ns, "scheduler", None) is not None:
+            if "backend" in self._given and ns.backend == "local":
+                self.error("--scheduler runs on a Dask cluster; it contradicts --backend local")
+            if "workers" in self._given:
+                self.error("--workers does not apply with --scheduler (the cluster's own workers run the jobs)")
+        elif "worker_timeout" in self._given and getattr(ns, "backend", "local") != "dask":
+            self.error("--worker-timeout applies to Dask runs only (--backend dask or --scheduler)")
+        for dest, plain in (("workers", int), ("backend", str), ("worker_timeout", float)):
+            if isinstance(getattr(ns, dest, None), _DEFAULTS):
+                setattr(ns, dest, plain(getattr(ns, dest)))
+        return ns
+
+    def given(self, dest: str) -> bool:
+        """Whether the shared option ``dest`` (``workers``, ``backend``, ``worker_timeout``) was on the command line."""
+        return dest in self._given
 
     def error(self, message: str):
         """Exit with code 2 and the message on one line (argparse's hook for a usage error)."""
@@ -619,17 +676,17 @@ def add_arguments(parser: argparse.ArgumentParser, *, workers: int = 2, discard_
     With ``discard_complete=True`` also ``--discard-complete`` (pass ``args.discard_complete`` on to
     :func:`run_jobs`; a command line that does not must not offer it).
     """
-    parser.add_argument("--out", type=Path, default=None,
+    parser.add_argument("--out", type=_out_folder, default=None,
                         help="folder for the result files (default: clbook.results.user_dir(), your user data folder)")
-    parser.add_argument("--workers", type=positive_int, default=workers, help=f"parallel processes (default {workers})")
-    parser.add_argument("--backend", choices=BACKENDS, default="local",
+    parser.add_argument("--workers", type=positive_int, default=_DefaultInt(workers), help=f"parallel processes (default {workers})")
+    parser.add_argument("--backend", choices=BACKENDS, default=_DefaultStr("local"),
                         help="local processes (joblib/loky) or a Dask cluster (default local)")
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="address of a running Dask scheduler, e.g. tcp://host:8786 (implies --backend dask; it must "
                              f"answer within {SCHEDULER_TIMEOUT:g} s)")
     parser.add_argument("--fresh", action="store_true", help="ignore an earlier partial result and start over (refused "
                         "where a complete result holds jobs this run does not have)")
-    parser.add_argument("--worker-timeout", type=_positive_seconds, default=WORKER_TIMEOUT, metavar="SECONDS",
+    parser.add_argument("--worker-timeout", type=_positive_seconds, default=_DefaultFloat(WORKER_TIMEOUT), metavar="SECONDS",
                         help="a Dask run stops when its cluster has had no worker this long; the partial result is kept "
                              f"for a resume (default {WORKER_TIMEOUT:g})")
     if discard_complete:

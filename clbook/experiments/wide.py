@@ -70,6 +70,9 @@ def jobs(params: dict) -> list[runner.Job]:
     seeds = [check_int("seeds[k]", s, 0) for s in params["seeds"]]
     for a in params["activations"]:
         check_choice("activation", a, ACTIVATIONS)
+    for name in ("widths", "seeds"):
+        if len(set(params[name])) != len(params[name]):
+            raise ValueError(f"{name} (--{name}) must be unique, a value repeats; got {name} = {params[name]}.")
     if len(set(params["activations"])) != len(params["activations"]):
         raise ValueError(f"activations must not repeat; got {params['activations']}.")
     shared = {k: params[k] for k in _SHARED}

@@ -191,7 +191,8 @@ def test_losing_every_worker_stops_within_the_timeout_and_the_partial_resumes(tm
     jobs, timeout = naps(6, marks), 3.0
     partial = tmp_path / "naps.partial.json"
     thread, box = in_thread(lambda: run_jobs(nap, jobs, out=tmp_path, name="naps", command="test", settings=SETTINGS,
-                                             scheduler=cluster.scheduler_address, progress=False, worker_timeout=timeout))
+                                             scheduler=cluster.scheduler_address, workers=5, progress=False,
+                                             worker_timeout=timeout))
     assert until(lambda: len(stored(partial)) >= 2, timeout=90), f"no two jobs finished: {box}"
     for w in workers:
         w.send_signal(signal.SIGKILL)
@@ -206,6 +207,7 @@ def test_losing_every_worker_stops_within_the_timeout_and_the_partial_resumes(tm
     assert str(partial) in message and "resume" in message
     # the partial file holds the finished jobs, each with the provenance its worker computed (its own code)
     data = json.loads(partial.read_text())
+    # the cluster's real 2 workers, not the workers=5 passed in (which a cluster of its own does not use)
     assert not data["complete"] and len(data["jobs"]) >= 2 and data["provenance"]["workers"] == 2
     assert {v["provenance"]["code"] for v in data["jobs"].values()} == {"git worker-own-code"}
     assert data["provenance"]["job_codes"] == ["git worker-own-code"] != [data["provenance"]["code"]]
@@ -279,3 +281,100 @@ def test_local_workers_end_when_the_main_process_is_killed(tmp_path, backend):
         if child.poll() is None:
             child.kill()
             child.wait(timeout=30)
+
+
+# ------------------------------------------------------------------ command lines: found by tools/review_failure.py
+
+
+def _cli(main, argv, capsys) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    return info.value.code, capsys.readouterr().err.strip()
+
+
+TINY_WIDE = ["--quick", "--widths", "2", "--seeds", "0", "--steps", "1", "--activations", "tanh"]
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["--worker-timeout", "5"], "--worker-timeout applies to Dask runs only"),
+    (["--backend", "local", "--scheduler", "tcp://127.0.0.1:9"], "contradicts --backend local"),
+    (["--scheduler", "tcp://127.0.0.1:9", "--workers", "3"], "--workers does not apply with --scheduler"),
+    (["--seeds", "0,0"], "seeds (--seeds) must be unique"),
+    (["--widths", "2,2"], "widths (--widths) must be unique"),
+])
+def test_wide_options_that_would_be_ignored_or_repeat_are_refused(tmp_path, capsys, argv, words):
+    from clbook.experiments import wide
+
+    base = TINY_WIDE if "--workers" in argv or "--scheduler" in argv else [*TINY_WIDE, "--workers", "1"]
+    code, err = _cli(wide.main, [*base, *argv, "--out", str(tmp_path)], capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and words in err, err
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_empty_out_is_refused(tmp_path, capsys, monkeypatch):
+    from clbook.experiments import wide
+
+    monkeypatch.chdir(tmp_path)  # an empty --out used to mean the current folder, silently
+    code, err = _cli(wide.main, [*TINY_WIDE, "--workers", "1", "--out", ""], capsys)
+    assert code == 2 and "--out" in err and "empty" in err and len(err.splitlines()) == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_defaults_of_the_shared_options_are_plain_values():
+    from clbook.experiments import runner
+
+    parser = runner.add_arguments(runner.ArgumentParser(prog="demo"), workers=3)
+    args = parser.parse_args([])
+    assert (type(args.workers), type(args.backend), type(args.worker_timeout)) == (int, str, float)
+    assert (args.workers, args.backend, args.worker_timeout) == (3, "local", runner.WORKER_TIMEOUT)
+    assert not parser.given("workers")
+    args = parser.parse_args(["--workers", "3", "--backend", "dask", "--worker-timeout", "60"])
+    assert parser.given("workers") and parser.given("worker_timeout") and args.worker_timeout == 60.0
+
+
+def test_hierarchical_bench_refuses_seeds_and_workers_even_at_their_defaults(tmp_path, capsys):
+    from clbook.experiments import hierarchical
+
+    for argv, words in ((["--seeds", "1,2,3"], "seeds"), (["--workers", "2"], "--workers 2 does not apply to bench")):
+        code, err = _cli(hierarchical.main, ["bench", "--quick", "--out", str(tmp_path), *argv], capsys)
+        assert code == 2 and words in err and len(err.splitlines()) == 1, err
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_scheduler_address_where_something_else_answers_is_one_line(tmp_path, capsys):
+    """A server that is not Dask (here: one that answers every connection with junk) gives exit 2 naming --scheduler,
+    not a traceback from deep inside dask's protocol (the review saw numpy allocate 3 EiB for a junk frame length)."""
+    import socket
+
+    pytest.importorskip("dask.distributed")
+    from clbook.experiments import wide
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    stop = threading.Event()
+
+    def serve():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                try:
+                    conn.sendall(b"\xff" * 64 + b"HTTP/1.1 400 Bad Request\r\n\r\n")
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        began = time.monotonic()
+        code, err = _cli(wide.main, [*TINY_WIDE, "--out", str(tmp_path), "--scheduler", f"tcp://127.0.0.1:{port}"], capsys)
+        assert code == 2 and "--scheduler" in err and len(err.splitlines()) == 1, err
+        assert time.monotonic() - began < 60
+        assert not [p for p in tmp_path.iterdir() if p.suffix == ".json"]
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        server.close()

@@ -23,6 +23,7 @@ _ONLY = {"factors": ("--factors", ("ablation", "pilot")), "checkout": ("--checko
          "authors_pythonpath": ("--authors-pythonpath", ("faithfulness",)), "reuse_authors": ("--reuse-authors", ("faithfulness",)),
          "pairs": ("--pairs", ("faithfulness",))}
 _NOT_ALONE = {"models": "--models", "seeds": "--seeds", "sparsities": "--sparsities"}  # not for bench or faithfulness
+_FIXED_MODELS = ("table4", "figures")  # their models are fixed: --models would be ignored
 
 
 def _parser() -> runner.ArgumentParser:
@@ -63,6 +64,8 @@ def _check_args(parser: runner.ArgumentParser, args) -> None:
     for dest, (flag, where) in _ONLY.items():
         if getattr(args, dest) is not None and not chosen & set(where):
             parser.error(f"{flag} applies to {' and '.join(where)} only")
+    if args.models is not None and chosen <= set(_FIXED_MODELS):
+        parser.error(f"--models does not apply to {' and '.join(sorted(chosen))} (their models are fixed)")
     for dest, flag in _NOT_ALONE.items():
         if getattr(args, dest) is not None and chosen & set(_ALONE):
             parser.error(f"{flag} does not apply to {args.experiment[0]}")
