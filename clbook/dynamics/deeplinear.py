@@ -157,13 +157,20 @@ def project(weights, normalization: str = "frobenius") -> list[torch.Tensor]:
     return _project(weights, normalization)
 
 
+def _norm(A, axis):
+    """The 2-norm of ``A`` over ``axis``, kept as a size-1 axis: a torch tensor's ``norm``, numpy's ``linalg.norm``."""
+    if isinstance(A, np.ndarray):
+        return np.linalg.norm(A, axis=axis, keepdims=True)
+    return A.norm(dim=axis, keepdim=True)
+
+
 def _project(weights, normalization):
     out = []
     for k, W in enumerate(weights):
         if normalization == "filter" and k < len(weights) - 1:
-            out.append(W / (math.sqrt(W.shape[1]) * W.norm(dim=2, keepdim=True)))
+            out.append(W / (math.sqrt(W.shape[1]) * _norm(W, 2)))
         else:
-            out.append(W / W.norm(dim=(1, 2), keepdim=True))
+            out.append(W / _norm(W, (1, 2)))
     return out
 
 
@@ -182,9 +189,9 @@ def _tangent(weights, grads, normalization):
     out = []
     for k, (W, G) in enumerate(zip(weights, grads, strict=True)):
         if normalization == "filter" and k < len(weights) - 1:
-            out.append(G - (G * W).sum(dim=2, keepdim=True) / (W * W).sum(dim=2, keepdim=True) * W)
+            out.append(G - (G * W).sum(axis=2, keepdims=True) / (W * W).sum(axis=2, keepdims=True) * W)
         else:
-            out.append(G - (G * W).sum(dim=(1, 2), keepdim=True) / (W * W).sum(dim=(1, 2), keepdim=True) * W)
+            out.append(G - (G * W).sum(axis=(1, 2), keepdims=True) / (W * W).sum(axis=(1, 2), keepdims=True) * W)
     return out
 
 
@@ -232,7 +239,7 @@ def energy(weights, X) -> torch.Tensor:
 
 def _energy(weights, X):
     W = _end_to_end(weights)
-    return torch.einsum("sij,jk,sik->s", W, X, W)
+    return (np if isinstance(W, np.ndarray) else torch).einsum("sij,jk,sik->s", W, X, W)
 
 
 def flow(weights, X, *, _scaled: bool = False) -> list[torch.Tensor]:
@@ -247,18 +254,25 @@ def flow(weights, X, *, _scaled: bool = False) -> list[torch.Tensor]:
 
 
 def _flow(weights, X, _scaled=False):
-    F = [X.expand(weights[0].shape[0], -1, -1)]
+    S, top = weights[0].shape[0], weights[-1]
+    if isinstance(X, np.ndarray):  # the same products on numpy arrays (a panel's small matrices)
+        F, eye = [np.broadcast_to(X, (S, *X.shape))], np.broadcast_to(np.eye(top.shape[1]), (S, top.shape[1], top.shape[1]))
+    else:
+        F = [X.expand(S, -1, -1)]
+        eye = torch.eye(top.shape[1], dtype=top.dtype, device=top.device).expand(S, -1, -1)
     for W in weights[:-1]:
-        F.append(W @ F[-1] @ W.transpose(1, 2))
+        F.append(W @ F[-1] @ W.mT)
     M = [None] * len(weights)
-    top = weights[-1]
-    M[-1] = torch.eye(top.shape[1], dtype=top.dtype, device=top.device).expand(top.shape[0], -1, -1)
+    M[-1] = eye
     for k in range(len(weights) - 1, 0, -1):
-        M[k - 1] = weights[k].transpose(1, 2) @ M[k] @ weights[k]
+        M[k - 1] = weights[k].mT @ M[k] @ weights[k]
     if _scaled:
-        return [M[k] @ W @ F[k] / (M[k].norm(dim=(1, 2)) * F[k].norm(dim=(1, 2))).clamp_min(1e-300)[:, None, None]
-                for k, W in enumerate(weights)]
+        return [M[k] @ W @ F[k] / _floor(_norm(M[k], (1, 2)) * _norm(F[k], (1, 2)), 1e-300) for k, W in enumerate(weights)]
     return [M[k] @ W @ F[k] for k, W in enumerate(weights)]
+
+
+def _floor(A, low):
+    return np.maximum(A, low) if isinstance(A, np.ndarray) else A.clamp_min(low)
 
 
 def balance_matrices(weights) -> list[torch.Tensor]:
@@ -295,6 +309,9 @@ class TrainResult:
 
 
 def _top2(W: torch.Tensor) -> torch.Tensor:
+    if isinstance(W, np.ndarray):
+        s = np.linalg.svd(W, compute_uv=False)
+        return np.concatenate([s, np.zeros_like(s)], axis=-1)[..., :2] if s.shape[-1] < 2 else s[..., :2]
     s = torch.linalg.svdvals(W)
     if s.shape[-1] < 2:
         s = torch.cat([s, torch.zeros_like(s)], dim=-1)
@@ -322,25 +339,45 @@ def train(X, weights, *, steps: int, eta: float, normalization: str = "frobenius
     eta = check_positive("eta", eta)
     record_every = check_int("record_every", record_every, 1)
     tol = check_nonnegative("tol", tol)
+    with single_thread():
+        return train_unchecked(X, weights, steps=steps, eta=eta, normalization=normalization, record_every=record_every,
+                               tol=tol, layer_scaled=layer_scaled)
+
+
+def train_unchecked(X, weights, *, steps: int, eta: float, normalization: str = "frobenius", record_every: int = 10,
+                    tol: float = 0.0, layer_scaled: bool = False) -> TrainResult:
+    """The loop of :func:`train`, without its checks, on torch tensors or on numpy arrays.
+
+    ``X [n_0, n_0]`` and ``weights`` (``[S, n_l, n_{l-1}]`` each, on the constraint set) are all torch tensors or all
+    numpy arrays; the same products run on either (torch for the package and the chapters, numpy for a panel's
+    small matrices, where torch's per-operation overhead is most of the time). The final weights come back as torch
+    tensors.
+    """
     rec_steps, rec_e, rec_s = [], [], []
+    numpy = isinstance(X, np.ndarray)
+
+    def host(A):
+        return A if numpy else A.cpu().numpy()
 
     def record(t):
         rec_steps.append(t)
-        rec_e.append(_energy(weights, X).cpu().numpy())
-        rec_s.append(torch.stack([_top2(W) for W in weights], dim=1).cpu().numpy())
+        rec_e.append(host(_energy(weights, X)))
+        sv = [_top2(W) for W in weights]
+        rec_s.append(np.stack(sv, axis=1) if numpy else torch.stack(sv, dim=1).cpu().numpy())
 
     reason = f"reached steps = {steps}"
-    with single_thread():
-        record(0)
-        for t in range(1, steps + 1):
-            g = _tangent(weights, _flow(weights, X, layer_scaled), normalization)
-            weights = _project([W + eta * G for W, G in zip(weights, g, strict=True)], normalization)
-            if tol > 0 and max(float(G.abs().amax()) for G in g) < tol:
-                record(t)
-                reason = f"tangent gradient below tol = {tol} at step {t}"
-                break
-            if t % record_every == 0 or t == steps:
-                record(t)
+    record(0)
+    for t in range(1, steps + 1):
+        g = _tangent(weights, _flow(weights, X, layer_scaled), normalization)
+        weights = _project([W + eta * G for W, G in zip(weights, g, strict=True)], normalization)
+        if tol > 0 and max(float(abs(G).max()) for G in g) < tol:
+            record(t)
+            reason = f"tangent gradient below tol = {tol} at step {t}"
+            break
+        if t % record_every == 0 or t == steps:
+            record(t)
+    if numpy:
+        weights = [torch.from_numpy(np.ascontiguousarray(W)) for W in weights]
     return TrainResult(weights, np.array(rec_steps), np.stack(rec_e), np.stack(rec_s), reason)
 
 

@@ -31,6 +31,7 @@ import functools
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from .. import activations, covariance, losses
@@ -167,36 +168,61 @@ def sticky_ascent(W1, W2, X, *, eta: float, steps: int, sticky: bool = True, tra
         raise ValueError(f"tol must be finite and >= 0; got tol = {tol}.")
     if sticky and bool((W1 < 0).any()):
         raise ValueError("with sticky=True, W1 must be >= 0 (clip it first: Lemma 3 says the clipped net is the same).")
-    W1, W2 = normalise_unchecked(W1.clone(), "frobenius"), normalise_unchecked(W2.clone(), "frobenius")
-    history, traj = [], []
-    change = torch.full((W1.shape[0],), math.inf, dtype=W1.dtype, device=W1.device)
-    reason, t = "max_steps", 0
     with single_thread():
-        W1, W2, history, traj, change, reason, t = _sticky_loop(W1, W2, X, eta, steps, sticky, train_top, record_every,
-                                                                keep_trajectory, tol, history, traj, change, reason)
-    hist = torch.stack(history) if history else linear_energy(W1, W2, X).unsqueeze(0)
-    return StickyRun(W1, W2, linear_energy(W1, W2, X), hist, torch.stack(traj) if traj else None, change, t, reason)
+        return sticky_ascent_unchecked(W1, W2, X, eta=eta, steps=steps, sticky=sticky, train_top=train_top,
+                                       record_every=record_every, keep_trajectory=keep_trajectory, tol=tol)
 
 
-def _sticky_loop(W1, W2, X, eta, steps, sticky, train_top, record_every, keep_trajectory, tol, history, traj, change, reason):
-    t = 0
+def _unit_frobenius(W):
+    return W / np.sqrt((W * W).sum(axis=(-2, -1), keepdims=True)) if isinstance(W, np.ndarray) else \
+        normalise_unchecked(W, "frobenius")
+
+
+def _absmax(A):
+    return np.abs(A).max(axis=(-2, -1)) if isinstance(A, np.ndarray) else A.abs().amax(dim=(-2, -1))
+
+
+def _energy_unchecked(W1, W2, X):
+    P = W2 @ W1
+    return ((P @ X) * P).sum(axis=(-2, -1))
+
+
+def sticky_ascent_unchecked(W1, W2, X, *, eta: float, steps: int, sticky: bool = True, train_top: bool = True,
+                            record_every: int = 1, keep_trajectory: bool = False, tol: float = 0.0) -> StickyRun:
+    """The loop of :func:`sticky_ascent`, without its checks, on torch tensors or on numpy arrays.
+
+    ``W1 [S, K, d]``, ``W2 [S, n2, K]`` and ``X`` are all torch tensors or all numpy arrays (float64); the same steps
+    run on either (torch for the package and the chapters, numpy for a panel's small matrices, where torch's
+    per-operation overhead is most of the time). The result holds torch tensors.
+    """
+    numpy = isinstance(W1, np.ndarray)
+    W1, W2 = _unit_frobenius(W1), _unit_frobenius(W2)
+    history, traj = [], []
+    change = np.full(W1.shape[0], np.inf) if numpy else torch.full((W1.shape[0],), math.inf, dtype=W1.dtype,
+                                                                    device=W1.device)
+    reason, t = "max_steps", 0
     for t in range(1, steps + 1):
-        top = W2.transpose(-1, -2) @ W2
+        top = W2.mT @ W2
         G1 = 2 * top @ W1 @ X
-        new1 = W1 + eta * ((W1 > 0).to(W1.dtype) * G1 if sticky else G1)
-        new1 = normalise_unchecked(new1.clamp_min(0) if sticky else new1, "frobenius")
-        new2 = normalise_unchecked(W2 + eta * 2 * W2 @ W1 @ X @ W1.transpose(-1, -2), "frobenius") if train_top else W2
+        new1 = W1 + eta * ((W1 > 0) * G1 if sticky else G1)
+        new1 = _unit_frobenius((np.maximum(new1, 0) if numpy else new1.clamp_min(0)) if sticky else new1)
+        new2 = _unit_frobenius(W2 + eta * 2 * W2 @ W1 @ X @ W1.mT) if train_top else W2
         if tol > 0 or t == steps:
-            change = torch.maximum((new1 - W1).abs().amax(dim=(-2, -1)), (new2 - W2).abs().amax(dim=(-2, -1)))
+            change = (np.maximum if numpy else torch.maximum)(_absmax(new1 - W1), _absmax(new2 - W2))
         W1, W2 = new1, new2
         if t % record_every == 0:
-            history.append(linear_energy(W1, W2, X))
+            history.append(_energy_unchecked(W1, W2, X))
             if keep_trajectory:
                 traj.append(W1)
         if tol > 0 and bool((change < tol).all()):
             reason = "converged"
             break
-    return W1, W2, history, traj, change, reason, t
+    tensor = (lambda A: torch.from_numpy(np.ascontiguousarray(A))) if numpy else (lambda A: A)
+    stack = (lambda As: tensor(np.stack(As))) if numpy else torch.stack
+    energy = _energy_unchecked(W1, W2, X)
+    hist = stack(history) if history else tensor(energy)[None]
+    return StickyRun(tensor(W1), tensor(W2), tensor(energy), hist, stack(traj) if traj else None, tensor(change), t,
+                     reason)
 
 
 @dataclass(frozen=True)

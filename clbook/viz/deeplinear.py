@@ -7,8 +7,6 @@ Compute lives in :mod:`clbook.dynamics.deeplinear` (:func:`~clbook.dynamics.deep
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import numpy as np
-import torch
 
 from .. import widgets
 from .._validate import check_int, check_nonnegative, check_positive
@@ -44,55 +42,14 @@ def figure2(result, *, start: int = 0, margins=None):
     return fig
 
 
-def _train_numpy(X, weights, *, steps: int, eta: float, record_every: int, layer_scaled: bool) -> dl.TrainResult:
-    r""":func:`clbook.dynamics.deeplinear.train` (Frobenius constraint, one start, ``tol = 0``) in numpy.
-
-    the same projected ascent on Eq. 11 (Lemma 1's flow from the prefix covariances and suffix Gram matrices, its
-    tangent part, the retraction) and the same records. On a panel's 8 x 8 matrices torch's per-operation overhead is
-    most of the time; numpy's is a few times smaller. Agrees with ``train`` to rounding (recorded energies and singular
-    values within 1e-13 at the ends of the panel's ranges).
-    """
-    Ws = [W[0].detach().cpu().numpy() for W in dl.project(weights)]
-    F0 = X.detach().cpu().numpy()
-    L = len(Ws)
-    eye = np.eye(Ws[-1].shape[0])
-    rec_steps, rec_e, rec_s = [], [], []
-
-    def record(t):
-        W = Ws[0]
-        for V in Ws[1:]:
-            W = V @ W
-        sv = [np.linalg.svd(V, compute_uv=False) for V in Ws]
-        rec_steps.append(t)
-        rec_e.append([float(((W @ F0) * W).sum())])
-        rec_s.append([[np.pad(s, (0, max(0, 2 - s.size)))[:2] for s in sv]])
-
-    record(0)
-    for t in range(1, steps + 1):
-        F = [F0]
-        for W in Ws[:-1]:
-            F.append(W @ F[-1] @ W.T)
-        M = [eye] * L
-        for k in range(L - 1, 0, -1):
-            M[k - 1] = Ws[k].T @ M[k] @ Ws[k]
-        G = [M[k] @ W @ F[k] for k, W in enumerate(Ws)]
-        if layer_scaled:
-            G = [g / max(np.linalg.norm(M[k]) * np.linalg.norm(F[k]), 1e-300) for k, g in enumerate(G)]
-        G = [g - (g * W).sum() / (W * W).sum() * W for g, W in zip(G, Ws, strict=True)]
-        Ws = [W + eta * g for W, g in zip(Ws, G, strict=True)]
-        Ws = [W / np.linalg.norm(W) for W in Ws]
-        if t % record_every == 0 or t == steps:
-            record(t)
-    return dl.TrainResult([torch.from_numpy(W)[None] for W in Ws], np.array(rec_steps), np.array(rec_e),
-                          np.array(rec_s), f"reached steps = {steps}")
-
-
 def figure2_panel(depth: int = 5, width: int = 8, gap: float = 1.0, augmentation: float = 0.5, eta: float = 0.3,
                   layer_scaled: bool = False):
     r"""Chapter 2's panel.
 
     the run of :func:`clbook.dynamics.deeplinear.figure2_data` (800 steps, seed 1, recorded every 5 steps) drawn by
-    :func:`figure2`; the training runs in numpy (:func:`_train_numpy`, the same updates).
+    :func:`figure2`; the training is :func:`clbook.dynamics.deeplinear.train`'s loop run on numpy arrays
+    (:func:`~clbook.dynamics.deeplinear.train_unchecked`, the same products, a few times faster on these small
+    matrices than on torch tensors).
 
     ``1 <= depth <= 8``, ``2 <= width <= 16``, ``gap`` in [0, 3], ``augmentation`` in [0, 1] (above about 1.2 the
     batch's :math:`\lambda_{\max}(X_\alpha)` turns negative and Theorem 3 no longer applies), ``eta`` in
@@ -105,8 +62,8 @@ def figure2_panel(depth: int = 5, width: int = 8, gap: float = 1.0, augmentation
     if lam <= 0:
         raise ValueError(f"lambda_max(X_alpha) = {lam:.3g} <= 0: lower the augmentation (Theorem 3 needs lambda_max > 0).")
     weights = dl.random_weights([10] + [width] * (depth - 1) + [6], n_starts=1, seed=1)
-    result = _train_numpy(batch.X / lam, weights, steps=800, eta=check_positive("eta", eta), record_every=5,
-                          layer_scaled=bool(layer_scaled))
+    result = dl.train_unchecked((batch.X / lam).numpy(), [W.numpy() for W in dl.project(weights)], steps=800,
+                                eta=check_positive("eta", eta), record_every=5, layer_scaled=bool(layer_scaled))
     return figure2(result, margins=True)
 
 

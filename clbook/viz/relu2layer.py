@@ -102,34 +102,13 @@ def fig3(problem, run, *, start: int = 0, margins=None):
     return fig
 
 
-def _sticky_numpy(W1, W2, X, *, eta: float, steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r""":func:`clbook.dynamics.relu2layer.sticky_ascent` (sticky, top layer trained, one start, ``tol = 0``) in numpy.
-
-    the same steps :math:`W_1\leftarrow[W_1 + \eta\,\mathbb I(W_1>0)\odot G_1]_+/\|\cdot\|_F`, :math:`W_2\leftarrow(W_2
-    + \eta G_2)/\|\cdot\|_F`, with the products in the same order. On a panel's small matrices torch's per-operation
-    overhead is most of the time; numpy's is a few times smaller. Returns the final ``W1 [K, d]``, ``W2 [n2, K]`` and
-    the last step's :math:`\max|\Delta W|`.
-    """
-    W1, W2, X = (np.asarray(torch.as_tensor(a).detach().cpu(), dtype=np.float64) for a in (W1, W2, X))
-    W1, W2 = W1 / np.linalg.norm(W1), W2 / np.linalg.norm(W2)
-    change = np.inf
-    for t in range(1, steps + 1):
-        G1 = 2 * (W2.T @ W2) @ W1 @ X
-        new1 = np.maximum(W1 + eta * ((W1 > 0) * G1), 0)
-        new1 = new1 / np.linalg.norm(new1)
-        new2 = W2 + eta * 2 * W2 @ W1 @ X @ W1.T
-        new2 = new2 / np.linalg.norm(new2)
-        if t == steps:
-            change = max(np.abs(new1 - W1).max(), np.abs(new2 - W2).max())
-        W1, W2 = new1, new2
-    return W1, W2, np.float64(change)
-
-
 def fig3_panel(gamma_low: float = 0.05, gamma_high: float = 4.0, modes: int = 8, hidden: int = 10, seed: int = 0):
     r"""Chapter 3's panel.
 
     the run of :func:`clbook.dynamics.relu2layer.fig3_run` (3000 sticky steps, 20 outputs, step 0.2) drawn by
-    :func:`fig3`; the sticky ascent runs in numpy (:func:`_sticky_numpy`, the same steps).
+    :func:`fig3`; the sticky ascent is :func:`clbook.dynamics.relu2layer.sticky_ascent`'s loop run on numpy arrays
+    (:func:`~clbook.dynamics.relu2layer.sticky_ascent_unchecked`, the same steps, several times faster on these
+    small matrices than on torch tensors).
 
     ``gamma_low`` in [0.01, 1], ``gamma_high`` in [1, 5], ``2 <= modes <= 12``, ``1 <= hidden <= 16``,
     ``0 <= seed <= 20``. Returns the figure.
@@ -142,9 +121,7 @@ def fig3_panel(gamma_low: float = 0.05, gamma_high: float = 4.0, modes: int = 8,
     problem = r2.make_problem(modes=modes, gamma_range=(gamma_low, gamma_high), seed=seed)
     W1, W2 = r2.random_start(1, hidden, modes, 20, seed=seed + 1)
     X = problem.X / problem.X.abs().max()
-    W1, W2, change = (torch.from_numpy(np.asarray(a)).to(X) for a in _sticky_numpy(W1[0], W2[0], X, eta=0.2, steps=3000))
-    energy = r2.linear_energy(W1[None], W2[None], X)
-    run = r2.StickyRun(W1[None], W2[None], energy, energy[None], None, change[None], 3000, "max_steps")
+    run = r2.sticky_ascent_unchecked(W1.numpy(), W2.numpy(), X.numpy(), eta=0.2, steps=3000, record_every=3000)
     return fig3(problem, run, margins={"left": 0.6, "right": 0.45, "top": 0.35, "wspace": 0.7})
 
 

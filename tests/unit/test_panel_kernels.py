@@ -1,9 +1,9 @@
-"""The panels' numpy kernels against the package's torch functions they stand in for (issue: one concept, one meaning).
+"""One training loop, two array types: the package's loops run on torch tensors (the chapters) and on numpy arrays.
 
-Four panels run a training loop in numpy because torch's per-operation overhead dominates on their small matrices
-(tools/panel_bench.py). Each kernel is a second implementation of a package function, so each is held to it here:
-same start, same steps, results equal to rounding. The negative control of each: one step more (or a different
-step size) moves the result by far more than the tolerance.
+Three panels run a package loop on numpy arrays because torch's per-operation overhead dominates on their small
+matrices (tools/panel_bench.py). The loop is written once (``..._unchecked``) and its checked public twin calls it
+with torch tensors; here the two array types give the same results to rounding, and the negative control of each
+(one step more, or a different step size) moves the result by far more than the tolerance.
 """
 import numpy as np
 import torch
@@ -12,37 +12,51 @@ from clbook.dynamics import deeplinear as dl
 from clbook.dynamics import dual
 from clbook.dynamics import relu2layer as r2
 from clbook.dynamics import stiefel as st
-from clbook.viz import deeplinear as viz_dl
 from clbook.viz import dual as viz_dual
-from clbook.viz import relu2layer as viz_r2
 from clbook.viz import stiefel as viz_st
 
 
-def test_deeplinear_train_in_numpy():
+def test_deeplinear_train_on_numpy_arrays():
     batch = dl.contrastive_batch(32, 10, gap=1.0, augmentation=0.5, seed=0)
     X = batch.X / float(batch.eigenvalues[0])
-    weights = dl.random_weights([10, 8, 8, 6], n_starts=1, seed=1)
-    for layer_scaled in (False, True):
-        ref = dl.train(X, weights, steps=60, eta=0.3, record_every=5, layer_scaled=layer_scaled)
-        got = viz_dl._train_numpy(X, weights, steps=60, eta=0.3, record_every=5, layer_scaled=layer_scaled)
-        assert np.array_equal(got.steps, ref.steps)
-        np.testing.assert_allclose(got.energy, ref.energy, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(got.singular_values, ref.singular_values, rtol=0, atol=1e-12)
-        off = viz_dl._train_numpy(X, weights, steps=61, eta=0.3, record_every=5, layer_scaled=layer_scaled)
-        assert np.abs(off.energy[-1] - ref.energy[-1]).max() > 1e-6
+    weights = dl.random_weights([10, 8, 8, 6], n_starts=2, seed=1)
+    for normalization in dl.NORMALIZATIONS:
+        start = [W.numpy() for W in dl.project(weights, normalization)]
+        for layer_scaled in (False, True):
+            kw = dict(eta=0.3, record_every=5, layer_scaled=layer_scaled, normalization=normalization)
+            ref = dl.train(X, weights, steps=60, **kw)
+            got = dl.train_unchecked(X.numpy(), start, steps=60, **kw)
+            assert np.array_equal(got.steps, ref.steps) and got.stopping_reason == ref.stopping_reason
+            np.testing.assert_allclose(got.energy, ref.energy, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(got.singular_values, ref.singular_values, rtol=0, atol=1e-12)
+            for a, b in zip(got.weights, ref.weights, strict=True):
+                assert isinstance(a, torch.Tensor)
+                np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=0, atol=1e-12)
+            off = dl.train_unchecked(X.numpy(), start, steps=61, **kw)
+            assert np.abs(off.energy[-1] - ref.energy[-1]).max() > 1e-6
+    stop = dict(steps=5000, eta=0.3, tol=1e-6)
+    ref, got = dl.train(X, weights, **stop), dl.train_unchecked(X.numpy(), [W.numpy() for W in dl.project(weights)], **stop)
+    assert got.stopping_reason == ref.stopping_reason and got.steps[-1] == ref.steps[-1] < 5000
 
 
-def test_sticky_ascent_in_numpy():
+def test_sticky_ascent_on_numpy_arrays():
     problem = r2.make_problem(modes=6, gamma_range=(0.05, 4.0), seed=0)
-    W1, W2 = r2.random_start(1, 8, 6, 20, seed=1)
+    W1, W2 = r2.random_start(2, 8, 6, 20, seed=1)
     X = problem.X / problem.X.abs().max()
-    ref = r2.sticky_ascent(W1, W2, X, eta=0.2, steps=300)
-    g1, g2, _ = viz_r2._sticky_numpy(W1[0], W2[0], X, eta=0.2, steps=300)
-    np.testing.assert_allclose(g1, ref.W1[0].numpy(), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(g2, ref.W2[0].numpy(), rtol=0, atol=1e-12)
-    assert np.array_equal(g1 == 0, ref.W1[0].numpy() == 0)  # the same sticky zeros
-    o1, _, _ = viz_r2._sticky_numpy(W1[0], W2[0], X, eta=0.1, steps=300)
-    assert np.abs(o1 - g1).max() > 1e-6
+    for kw in (dict(), dict(sticky=False), dict(train_top=False), dict(record_every=7, keep_trajectory=True),
+               dict(tol=1e-9)):
+        ref = r2.sticky_ascent(W1, W2, X, eta=0.2, steps=1500, **kw)
+        got = r2.sticky_ascent_unchecked(W1.numpy(), W2.numpy(), X.numpy(), eta=0.2, steps=1500, **kw)
+        assert (got.steps, got.stopping_reason) == (ref.steps, ref.stopping_reason)
+        for field in ("W1", "W2", "energy", "history", "last_change", "trajectory"):
+            a, b = getattr(got, field), getattr(ref, field)
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert isinstance(a, torch.Tensor) and a.shape == b.shape
+                np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=0, atol=1e-12)
+        assert torch.equal(got.W1 == 0, ref.W1 == 0)  # the same sticky zeros
+    other = r2.sticky_ascent_unchecked(W1.numpy(), W2.numpy(), X.numpy(), eta=0.1, steps=1500)
+    assert (other.W1 - ref.W1).abs().max() > 1e-6
 
 
 def test_paper_gd_in_numpy():
