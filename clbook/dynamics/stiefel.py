@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from .._validate import check_choice, check_int, check_positive, check_real
@@ -116,8 +117,24 @@ def projected_step(W, G, *, eta: float, scheme: str = "paper", retraction: str =
 
 
 def projected_step_unchecked(W, G, eta, scheme="paper", retraction="qr"):
-    """:func:`projected_step` without the argument checks, for the training loops (one step of one layer)."""
-    return retract(W - eta * _direction(W, G, scheme), method=retraction)
+    """:func:`projected_step` without the argument checks, for the training loops (one step of one layer).
+
+    ``W`` and ``G`` are torch tensors (retracted by :func:`clbook.linalg.retract`) or numpy arrays (the same
+    retraction by numpy's LAPACK: the Q factor with a positive diagonal of R, or the polar factor).
+    """
+    W = W - eta * _direction(W, G, scheme)
+    if not isinstance(W, np.ndarray):
+        return retract(W, method=retraction)
+    if retraction == "qr":
+        Q, R = np.linalg.qr(W)
+        d = np.diagonal(R, axis1=-2, axis2=-1)
+        if (d == 0).any():
+            raise ValueError("W must have full column rank to be retracted.")
+        return Q * np.sign(d)[..., None, :]
+    U, S, Vh = np.linalg.svd(W, full_matrices=False)
+    if (S[..., -1] <= 0).any():
+        raise ValueError("W must have full column rank to be retracted.")
+    return U @ Vh
 
 
 def embed_weights(M0, h: int, *, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -200,18 +217,37 @@ def train(W1, W2, C, *, eta: float, steps: int, scheme: str = "paper", retractio
     eta = _check_scheme(eta, scheme, retraction)
     W1, W2, C = _start(W1, W2, C)
     steps = check_int("steps", steps, 1)
-    I1 = torch.eye(W1.shape[1], dtype=W1.dtype, device=W1.device)
-    I2 = torch.eye(W2.shape[1], dtype=W2.dtype, device=W2.device)
-    Ms, errs = [W1.T @ W2], []
     with single_thread():
-        for _ in range(steps):
-            W1, W2 = _step(W1, W2, C, eta, scheme, retraction)
-            Ms.append(W1.T @ W2)
-            errs.append(torch.maximum((W1.T @ W1 - I1).abs().max(), (W2.T @ W2 - I2).abs().max()))
-    M = torch.stack(Ms)
-    loss = torch.einsum("tdz,de,tez->t", M, C, M)
-    t = eta * torch.arange(steps + 1, dtype=W1.dtype, device=W1.device)
-    return TrainResult(t, M, loss, W1, W2, float(torch.stack(errs).max()), "steps")
+        return train_unchecked(W1, W2, C, eta=eta, steps=steps, scheme=scheme, retraction=retraction)
+
+
+def train_unchecked(W1, W2, C, *, eta: float, steps: int, scheme: str = "paper", retraction: str = "qr") -> TrainResult:
+    """The loop of :func:`train`, without its checks, on torch tensors or on numpy arrays.
+
+    ``W1``, ``W2`` (orthonormal columns) and ``C`` are all torch tensors or all numpy arrays (float64); the same steps
+    run on either (torch for the package and the chapters, numpy for a panel's thin matrices, where torch's
+    per-operation overhead is most of the time). The result holds torch tensors.
+    """
+    numpy = isinstance(W1, np.ndarray)
+    if numpy:
+        I1, I2 = np.eye(W1.shape[1]), np.eye(W2.shape[1])
+    else:
+        I1 = torch.eye(W1.shape[1], dtype=W1.dtype, device=W1.device)
+        I2 = torch.eye(W2.shape[1], dtype=W2.dtype, device=W2.device)
+    xp = np if numpy else torch
+    Ms, errs = [W1.T @ W2], []
+    for _ in range(steps):
+        W1, W2 = _step(W1, W2, C, eta, scheme, retraction)
+        Ms.append(W1.T @ W2)
+        errs.append(xp.maximum(abs(W1.T @ W1 - I1).max(), abs(W2.T @ W2 - I2).max()))
+    M = xp.stack(Ms)
+    loss = xp.einsum("tdz,de,tez->t", M, C, M)
+    if numpy:
+        t = eta * np.arange(steps + 1, dtype=np.float64)
+        t, M, loss, W1, W2 = (torch.from_numpy(np.ascontiguousarray(a)) for a in (t, M, loss, W1, W2))
+    else:
+        t = eta * torch.arange(steps + 1, dtype=W1.dtype, device=W1.device)
+    return TrainResult(t, M, loss, W1, W2, float(xp.stack(errs).max()), "steps")
 
 
 _RHS_COEF = {"paper": (2.0, 2.0), "euclidean": (1.0, 3.0), "canonical": (0.0, 4.0)}

@@ -13,10 +13,9 @@ from .. import widgets
 from .._validate import check_int
 from ..config import generator
 from ..data.views import moons_views
-from ..dynamics import ssl
+from ..dynamics import ssl, stiefel
 from ..linalg import haar_orthonormal
 from . import COLORS, figure, light_log_ticks
-from .stiefel import paper_gd_numpy
 
 __all__ = ["singular_values", "moons_run", "fig1", "fig1_panel", "PANEL", "PANELS"]
 
@@ -85,13 +84,13 @@ def fig1(runs: dict, anchors, *, margins=None):
 def _moons_orthogonal(C, *, seed: int, steps: int, h: int = 10, eta: float = 0.01) -> ssl.GDResult:
     r""":func:`moons_run` with ``constraint="orthogonal"``, ``z = 1``.
 
-    the same Haar start, its gradient descent run by :func:`clbook.viz.stiefel.paper_gd_numpy` (the same updates, in
-    numpy; the loss is bounded on the Stiefel manifolds, so the divergence stop never fires).
+    the same Haar start, its gradient descent run by :func:`clbook.dynamics.stiefel.train_unchecked` on numpy arrays
+    (the same updates; the loss is bounded on the Stiefel manifolds, so the divergence stop never fires).
     """
     g = generator(100 + seed)
     W1, W2 = haar_orthonormal(h, C.shape[0], generator=g), haar_orthonormal(h, 1, generator=g)
-    M, W1, W2 = (torch.from_numpy(a).to(C) for a in paper_gd_numpy(W1, W2, C, eta=eta, steps=steps))
-    return ssl.GDResult(W1, W2, torch.einsum("tdz,de,tez->t", M, C, M), M, int(steps), "steps")
+    run = stiefel.train_unchecked(*(A.cpu().numpy() for A in (W1, W2, C)), eta=eta, steps=steps)
+    return ssl.GDResult(run.W1.to(C), run.W2.to(C), run.loss.to(C), run.M.to(C), int(steps), "steps")
 
 
 def fig1_panel(variance: float = 0.1, n: int = 200, constraint: str = "orthogonal", steps: int = 600):

@@ -7,9 +7,7 @@ values.
 from __future__ import annotations
 
 import functools
-import math
 
-import numpy as np
 import torch
 
 from .. import widgets
@@ -60,41 +58,6 @@ def _ode(lam1: float, q0_norm: float, device: str):
         return None
 
 
-def _qr_retract(W: np.ndarray) -> np.ndarray:
-    """The Q factor of ``W [n, k]`` with a positive diagonal of R (the QR retraction), by Gram-Schmidt.
-
-    a panel's ``W`` is one small step from orthonormal columns (condition number near 1), where Gram-Schmidt matches
-    Householder QR to rounding, and for k <= 4 columns it costs a fraction of ``numpy.linalg.qr``'s overhead.
-    """
-    Q = np.empty_like(W)
-    for j in range(W.shape[1]):
-        v = W[:, j] - Q[:, :j] @ (Q[:, :j].T @ W[:, j])
-        norm = math.sqrt(v @ v)
-        if norm == 0:
-            raise ValueError("W must have full column rank to be retracted.")
-        Q[:, j] = v / norm
-    return Q
-
-
-def paper_gd_numpy(W1, W2, C, *, eta: float, steps: int) -> np.ndarray:
-    r"""An unchecked kernel of the panels (not in ``__all__``).
-
-    the paper's projected step (Eq. 11, sign fixed) with the QR retraction for both layers from the same point,
-    ``steps`` times, in numpy: the updates of :func:`clbook.dynamics.stiefel.train` (``scheme="paper"``,
-    ``retraction="qr"``) and of :func:`clbook.dynamics.ssl.gd_two_layer` with ``constraint="orthogonal"``. Returns
-    :math:`M = W_1^\top W_2` at every step, ``[steps + 1, d, z]``, and the final ``W1``, ``W2`` (numpy arrays). On a
-    panel's thin matrices torch's per-operation overhead is most of the time of those loops; numpy's is a few times
-    smaller (the same iterates to rounding: :math:`M` within 1e-12 of ``train`` over the panels' runs).
-    """
-    W1, W2, C = (np.asarray(torch.as_tensor(x).detach().cpu(), dtype=np.float64) for x in (W1, W2, C))
-    Ms = [W1.T @ W2]
-    for _ in range(int(steps)):
-        G1, G2 = 2 * W2 @ (Ms[-1].T @ C), 2 * W1 @ (C @ Ms[-1])
-        W1, W2 = _qr_retract(W1 - eta * (G1 - W1 @ (W1.T @ G1))), _qr_retract(W2 - eta * (G2 - W2 @ (W2.T @ G2)))
-        Ms.append(W1.T @ W2)
-    return np.stack(Ms), W1, W2
-
-
 def theorem3_panel(lam1: float = -0.5, q0_norm: float = 0.3, width: int = 50, eta: float = 0.01):
     r"""Chapter 13's panel.
 
@@ -103,14 +66,15 @@ def theorem3_panel(lam1: float = -0.5, q0_norm: float = 0.3, width: int = 50, et
     network of width ``width`` (:func:`clbook.dynamics.stiefel.embed_weights`), up to ``t = 6``.
 
     ``-1 <= lam1 <= 1``, ``0.01 <= q0_norm <= 1``, ``5 <= width <= 1000``, ``0.002 <= eta <= 0.05`` (a training panel,
-    at most 3000 steps; the gradient descent runs in numpy, :func:`paper_gd_numpy`).
+    at most 3000 steps; the gradient descent is :func:`clbook.dynamics.stiefel.train`'s loop run on numpy arrays,
+    :func:`~clbook.dynamics.stiefel.train_unchecked`).
     """
     lam = torch.tensor([lam1, 0.3, 0.6, 1.0], dtype=torch.float64)
     q0 = torch.tensor([0.3, -0.5, 0.6, 0.55], dtype=torch.float64)
     q0 = q0 * min(q0_norm, 1.0) / q0.norm()
     steps = int(round(6 / eta))
-    M = torch.from_numpy(paper_gd_numpy(*st.embed_weights(q0[:, None], int(width), generator=generator(0)),
-                                        torch.diag(lam), eta=eta, steps=steps)[0])
+    W1, W2 = st.embed_weights(q0[:, None], int(width), generator=generator(0))
+    M = st.train_unchecked(*(A.cpu().numpy() for A in (W1, W2, torch.diag(lam))), eta=eta, steps=steps).M
     run_t = eta * torch.arange(steps + 1, dtype=torch.float64)
     ode = _ode(float(lam1), float(q0_norm), str(torch.get_default_device()))
     fig, (ax_n, ax_c) = figure(ncols=2, width=9.0, height=3.0, margins=True)

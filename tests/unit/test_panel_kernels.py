@@ -1,6 +1,6 @@
 """One training loop, two array types: the package's loops run on torch tensors (the chapters) and on numpy arrays.
 
-Three panels run a package loop on numpy arrays because torch's per-operation overhead dominates on their small
+Four panels run a package loop on numpy arrays because torch's per-operation overhead dominates on their small
 matrices (tools/panel_bench.py). The loop is written once (``..._unchecked``) and its checked public twin calls it
 with torch tensors; here the two array types give the same results to rounding, and the negative control of each
 (one step more, or a different step size) moves the result by far more than the tolerance.
@@ -13,7 +13,6 @@ from clbook.dynamics import dual
 from clbook.dynamics import relu2layer as r2
 from clbook.dynamics import stiefel as st
 from clbook.viz import dual as viz_dual
-from clbook.viz import stiefel as viz_st
 
 
 def test_deeplinear_train_on_numpy_arrays():
@@ -59,15 +58,23 @@ def test_sticky_ascent_on_numpy_arrays():
     assert (other.W1 - ref.W1).abs().max() > 1e-6
 
 
-def test_paper_gd_in_numpy():
+def test_stiefel_train_on_numpy_arrays():
     lam = torch.tensor([-0.5, 0.3, 0.6, 1.0], dtype=torch.float64)
     M0 = torch.tensor([[0.3], [-0.5], [0.6], [0.55]], dtype=torch.float64) * 0.5
     W1, W2 = st.embed_weights(M0, 12, generator=torch.Generator().manual_seed(0))
-    ref = st.train(W1, W2, torch.diag(lam), eta=0.01, steps=200, scheme="paper", retraction="qr")
-    Ms, _, _ = viz_st.paper_gd_numpy(W1, W2, torch.diag(lam), eta=0.01, steps=200)
-    np.testing.assert_allclose(Ms, ref.M.numpy(), rtol=0, atol=1e-12)
-    other, _, _ = viz_st.paper_gd_numpy(W1, W2, torch.diag(lam), eta=0.02, steps=200)
-    assert np.abs(other[-1] - Ms[-1]).max() > 1e-6
+    C = torch.diag(lam)
+    for scheme in st.SCHEMES:
+        for retraction in ("qr", "polar"):
+            kw = dict(eta=0.01, steps=200, scheme=scheme, retraction=retraction)
+            ref = st.train(W1, W2, C, **kw)
+            got = st.train_unchecked(W1.numpy(), W2.numpy(), C.numpy(), **kw)
+            for field in ("t", "M", "loss", "W1", "W2"):
+                a, b = getattr(got, field), getattr(ref, field)
+                assert isinstance(a, torch.Tensor) and a.shape == b.shape
+                np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=0, atol=1e-12)
+            assert got.constraint_error < 1e-12 and got.stopping_reason == ref.stopping_reason
+    other = st.train_unchecked(W1.numpy(), W2.numpy(), C.numpy(), eta=0.02, steps=200)
+    assert (other.M[-1] - ref.M[-1]).abs().max() > 1e-6
 
 
 def test_alternating_in_numpy():
