@@ -62,7 +62,7 @@ def figure2_panel(depth: int = 5, width: int = 8, gap: float = 1.0, augmentation
     if lam <= 0:
         raise ValueError(f"lambda_max(X_alpha) = {lam:.3g} <= 0: lower the augmentation (Theorem 3 needs lambda_max > 0).")
     weights = dl.random_weights([10] + [width] * (depth - 1) + [6], n_starts=1, seed=1)
-    result = dl.train_unchecked((batch.X / lam).numpy(), [W.numpy() for W in dl.project(weights)], steps=800,
+    result = dl.train_unchecked((batch.X / lam).cpu().numpy(), [W.cpu().numpy() for W in dl.project(weights)], steps=800,
                                 eta=check_positive("eta", eta), record_every=5, layer_scaled=bool(layer_scaled))
     return figure2(result, margins=True)
 

@@ -121,7 +121,7 @@ def fig3_panel(gamma_low: float = 0.05, gamma_high: float = 4.0, modes: int = 8,
     problem = r2.make_problem(modes=modes, gamma_range=(gamma_low, gamma_high), seed=seed)
     W1, W2 = r2.random_start(1, hidden, modes, 20, seed=seed + 1)
     X = problem.X / problem.X.abs().max()
-    run = r2.sticky_ascent_unchecked(W1.numpy(), W2.numpy(), X.numpy(), eta=0.2, steps=3000, record_every=3000)
+    run = r2.sticky_ascent_unchecked(*(A.cpu().numpy() for A in (W1, W2, X)), eta=0.2, steps=3000, record_every=3000)
     return fig3(problem, run, margins={"left": 0.6, "right": 0.45, "top": 0.35, "wspace": 0.7})
 
 
