@@ -37,7 +37,7 @@ os.environ.setdefault("CLBOOK_THREADS", "1")
 os.environ.setdefault("CLBOOK_DEVICE", "cpu")
 
 ROOT = Path(__file__).resolve().parents[1]
-REPORT = ROOT / "tools" / "reports" / "failure-review.json"
+REPORT = Path(os.environ.get("CLBOOK_REVIEW_REPORT", ROOT / "tools" / "reports" / "failure-review.json"))
 CLASSES = ("clear", "handled", "silent", "crash")
 _CLEAR_TYPES = (ValueError, TypeError, RuntimeError)
 _FOREIGN = ("torch", "numpy", "sklearn", "scipy", "joblib", "dask", "distributed")
@@ -140,7 +140,7 @@ def _finite(x) -> bool:
     return math.isfinite(float(x))
 
 
-def library_cases() -> None:  # noqa: PLR0915 - one registration per line is the readable form
+def library_cases() -> None:  # noqa: C901, PLR0915 - one registration per line is the readable form
     import numpy as np
     import torch
 
@@ -420,6 +420,37 @@ def library_cases() -> None:  # noqa: PLR0915 - one registration per line is the
         names="name|activation")
     lib("digits.shifted_digits(canvas=5)", lambda: digits.shifted_digits(canvas=5), expected="error naming canvas", names="canvas")
     lib("hierarchical.make_worlds([])", lambda: hierarchical.make_worlds([]), expected="error naming seeds", names="seeds")
+    # -- directions on the sphere: the one-layer model's and the critical-point tools' (the rest of the scale class)
+    from clbook.dynamics import critical
+
+    Wn = torch.randn(3, 4, generator=torch.Generator().manual_seed(7), dtype=F64)
+    U4 = torch.linalg.qr(torch.randn(4, 2, generator=torch.Generator().manual_seed(8), dtype=F64))[0]
+    eye4 = torch.eye(4, dtype=F64)
+    mp = onelayer.match_patterns(Wn, U4, threshold=0.5)
+    lib("onelayer.match_patterns(W*1e200, U)", lambda: onelayer.match_patterns(Wn * 1e200, U4, threshold=0.5),
+        expected="as unscaled", ok=lambda r, w: all(torch.equal(a, b) for a, b in zip(r, mp, strict=True)))
+    lib("onelayer.match_patterns(W [3,4], U [2,4])", lambda: onelayer.match_patterns(Wn, U4.T), expected="error naming U",
+        names=r"\bU\b")
+    pa = onelayer.projected_ascent(Wn[:1].abs(), eye4, max_steps=50).W
+    for s in (1e200, 1e-200):
+        lib(f"onelayer.projected_ascent(W0*{s:g}, atoms)", lambda s=s: onelayer.projected_ascent(Wn[:1].abs() * s, eye4, max_steps=50).W,
+            expected="as unscaled", ok=close(pa))
+    lib("onelayer.projected_ascent(W0 with a zero row, atoms)",
+        lambda: onelayer.projected_ascent(torch.zeros(1, 4, dtype=F64), eye4, max_steps=5), expected="error naming W0", names="W0")
+    lme = onelayer.lme_report(Wn[0].abs(), eye4)
+    for s in (1e200, 1e-200):
+        lib(f"onelayer.lme_report(w*{s:g}, atoms)", lambda s=s: onelayer.lme_report(Wn[0].abs() * s, eye4),
+            expected="as unscaled", ok=lambda r, w: abs(r.value - lme.value) < 1e-12 and abs(r.residual - lme.residual) < 1e-12)
+
+    def tangent_ok(w0):
+        def ok(r, w):
+            return (_finite(r) and torch.allclose(r.T @ r, torch.eye(3, dtype=F64), atol=1e-12)
+                    and float((w0 / w0.norm() @ r).abs().max()) < 1e-12)
+        return ok
+
+    for s in (1e200, 1e-200):
+        lib(f"critical.tangent_basis(w*{s:g})", lambda s=s: critical.tangent_basis(Wn[0] * s),
+            expected="an orthonormal basis of w's complement", ok=tangent_ok(Wn[0]))
     lib("landscape.encode(W [4,3], A [10,5])", lambda: landscape.encode(torch.ones(4, 3, dtype=F64), torch.ones(10, 5, dtype=F64)),
         expected="error naming W/A", names=r"\bW\b|\bA\b")
 
@@ -588,8 +619,13 @@ def cli_cases() -> None:  # noqa: PLR0915
         expected="exit 2 naming --models (table4 trains NCL-basic only)", words="models")
     cli("landscape", ["figures", "--models", "CL-basic", "--quick", "--out", "{tmp}"],
         expected="exit 2 naming --models (figures has its own models)", words="models")
-    cli("landscape", ["table2-independent", "--models", "SimCLR", "--quick", "--out", "{tmp}"],
-        expected="exit 2 naming --models (SimCLR is not a Table 2 model)", words="models|SimCLR")
+    cli("landscape", ["table2-independent", "--models", "SimCLR", "--quick", "--epochs", "1", "--seeds", "1", "--sparsities", "0.1",
+                      "--workers", "1", "--out", "{tmp}"],
+        expected="exit 0: any model may be trained under Table 2's masks; one SimCLR job",
+        ok=lambda tmp, out: list(json.loads((tmp / "quick-table2-independent.json").read_text())["jobs"]) == ["SimCLR/0.1"],
+        timeout=120)
+    cli("landscape", ["figures", "--seeds", "1,2,3,4", "--quick", "--out", "{tmp}"],
+        expected="exit 2 naming --seeds (figures runs 3 seeds)", words="seeds")
     cli("landscape", ["table4", "--factors", "noise=0", "--out", "{tmp}"], expected="exit 2 naming --factors", words="factors")
     cli("landscape", ["table4", "--sparsities", "0", "--out", "{tmp}"], expected="exit 2 naming --sparsities", words="sparsities")
     cli("landscape", ["table4", "--sparsities", "nan", "--out", "{tmp}"], expected="exit 2 naming --sparsities", words="sparsities")
@@ -623,7 +659,7 @@ def run_cli(only: str | None) -> list[dict]:
     rows = []
     base = Path(tempfile.mkdtemp(prefix="clbook-review-"))
     env = dict(os.environ, CLBOOK_THREADS="1", CLBOOK_DEVICE="cpu", CLBOOK_RESULTS=str(base / "default-results"),
-               PYTHONPATH=str(ROOT), TQDM_DISABLE="1", PYTHONWARNINGS="ignore")
+               PYTHONPATH=os.environ.get("PYTHONPATH") or str(ROOT), TQDM_DISABLE="1", PYTHONWARNINGS="ignore")
     try:
         TINY = base / "tiny"
         TINY.mkdir()
@@ -685,7 +721,7 @@ def main(argv=None) -> int:
     if args.only is None and args.k is None:
         REPORT.parent.mkdir(parents=True, exist_ok=True)
         REPORT.write_text(json.dumps({"summary": summary, "calls": rows}, indent=1, ensure_ascii=False) + "\n")
-        print(f"wrote {REPORT.relative_to(ROOT)}")
+        print(f"wrote {REPORT}")
     return 0
 
 

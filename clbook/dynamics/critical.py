@@ -33,6 +33,7 @@ import torch
 from .._validate import as_tensor, check_in_range, check_int, check_nonnegative, check_positive, check_real, check_tensor
 from ..config import randn
 from ..linalg import haar_orthonormal, single_thread
+from ..losses._safe import safe_low, unit_rows_any_scale
 
 __all__ = [
     "Mixture", "three_clusters", "mixture_gated_covariance", "mixture_plane_moment", "mixture_mean_output",
@@ -82,10 +83,12 @@ def three_clusters(sigma: float, *, weights=(0.3, 0.3, 0.4), angles=(0.0, 120.0,
 
 def _unit_vector(w, name: str = "w") -> torch.Tensor:
     w = check_tensor(name, w, ndim=1)
-    n = torch.linalg.vector_norm(w)
-    if float(n.detach()) == 0:
+    if bool((w.detach() == 0).all()):
         raise ValueError(f"{name} must be non-zero.")
-    return w / n
+    n = torch.linalg.vector_norm(w)
+    if safe_low(w.dtype) <= float(n.detach()) < math.inf:
+        return w / n  # the usual case, unchanged
+    return unit_rows_any_scale(w)  # a norm whose square over- or underflows: exact at any finite scale
 
 
 def _eye(d: int, like: torch.Tensor) -> torch.Tensor:

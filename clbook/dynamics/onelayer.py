@@ -38,6 +38,7 @@ import torch
 
 from .. import activations
 from .._validate import check_choice, check_int, check_nonnegative, check_positive, check_real, check_same, check_tensor
+from ..losses._safe import unit_rows_any_scale
 
 __all__ = [
     "ACTIVATIONS", "activation", "activation_derivative", "homogeneity_degree", "gated_inputs", "gated_covariance",
@@ -230,7 +231,9 @@ def projected_ascent(W0, atoms, probs=None, *, activation: str = "relu", step: f
     step = check_positive("step", step)
     max_steps = check_int("max_steps", max_steps, 1)
     tol = check_positive("tol", tol)
-    W = W / W.norm(dim=1, keepdim=True)
+    if bool((W == 0).all(dim=1).any()):
+        raise ValueError("W0 must have non-zero rows (each node a direction); got a zero row.")
+    W = unit_rows_any_scale(W)  # exact at any finite scale (W0 * 1e200 is the same start)
     residual = float("inf")
     for k in range(max_steps):
         rhs = projected_rhs(W, atoms, probs, activation=activation, slope=slope, tol=gate_tol)
@@ -261,7 +264,9 @@ class LMEReport:
 def lme_report(w, atoms, probs=None, *, activation: str = "relu", slope: float = 0.05, tol: float = 1e-8) -> LMEReport:
     r"""Is ``w`` a locally maximal eigenvector (Def. 3)? Needs :math:`A(w)w = \lambda_1 w` with :math:`\lambda_1 > \lambda_2`."""
     w = check_tensor("w", w, ndim=1)
-    w = w / w.norm()
+    if bool((w == 0).all()):
+        raise ValueError("w must be non-zero (a direction).")
+    w = unit_rows_any_scale(w)  # exact at any finite scale
     A = gated_covariance(w, atoms, probs, activation=activation, slope=slope)
     evals, evecs = torch.linalg.eigh(A)
     value = float(w @ A @ w)
@@ -280,7 +285,10 @@ def match_patterns(W, U, *, threshold: float = 0.99, signed: bool = True) -> tup
     """
     W, _ = _as_nodes(W)
     U = check_tensor("U", U, ndim=2)
-    cos = (W / W.norm(dim=1, keepdim=True)) @ (U / U.norm(dim=0, keepdim=True))
+    if U.shape[0] != W.shape[1]:
+        raise ValueError(f"U must be [d, M] with the d = {W.shape[1]} of W (one pattern per column); got shape {tuple(U.shape)}.")
+    check_same(("W", "U"), W, U)
+    cos = unit_rows_any_scale(W) @ unit_rows_any_scale(U.T).T  # cosines at any finite scale
     cos = cos if signed else cos.abs()
     best, idx = cos.max(dim=1)
     assignment = torch.where(best > threshold, idx, torch.full_like(idx, -1))

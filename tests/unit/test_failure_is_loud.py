@@ -223,6 +223,38 @@ def test_batch_size_errors_name_the_inputs():
         config.stream(0, "nope", {"data": 0})
 
 
+@pytest.mark.parametrize("scale", [1e200, 1e-200])
+def test_directions_on_the_sphere_are_scale_invariant(scale):
+    """The one-layer model's and the critical-point tools' directions: W0 * 1e200 is the same start as W0 (they
+    gave zeros, NaN errors that named W, or 'w must be non-zero' for a non-zero w)."""
+    from clbook.dynamics import critical, onelayer
+
+    W = _pair(16, B=3, m=4)[0]
+    U = torch.linalg.qr(_pair(17, B=4, m=2)[0])[0]
+    atoms = torch.eye(4, dtype=F64)
+    for a, b in zip(onelayer.match_patterns(W * scale, U, threshold=0.5), onelayer.match_patterns(W, U, threshold=0.5), strict=True):
+        assert torch.equal(a, b)
+    ref = onelayer.projected_ascent(W[:1].abs(), atoms, max_steps=30).W
+    assert torch.allclose(onelayer.projected_ascent(W[:1].abs() * scale, atoms, max_steps=30).W, ref, rtol=1e-12, atol=1e-14)
+    r, r0 = onelayer.lme_report(W[0].abs() * scale, atoms), onelayer.lme_report(W[0].abs(), atoms)
+    assert r.value == pytest.approx(r0.value, rel=1e-12) and r.residual == pytest.approx(r0.residual, rel=1e-12, abs=1e-15)
+    T = critical.tangent_basis(W[0] * scale)
+    assert torch.allclose(T.T @ T, torch.eye(3, dtype=F64), atol=1e-12)
+    assert float((T.T @ (W[0] / W[0].norm())).abs().max()) < 1e-12
+
+
+def test_one_layer_shapes_and_zero_directions_are_named():
+    from clbook.dynamics import onelayer
+
+    W = _pair(18, B=3, m=4)[0]
+    with pytest.raises(ValueError, match=r"^U must be \[d, M\]"):
+        onelayer.match_patterns(W, torch.ones(2, 4, dtype=F64))  # was a RuntimeError from inside torch's matmul
+    with pytest.raises(ValueError, match=r"^W0 must have non-zero rows"):
+        onelayer.projected_ascent(torch.zeros(1, 4, dtype=F64), torch.eye(4, dtype=F64), max_steps=3)
+    with pytest.raises(ValueError, match=r"^w must be non-zero"):
+        onelayer.lme_report(torch.zeros(4, dtype=F64), torch.eye(4, dtype=F64))
+
+
 # ------------------------------------------------------------------ 2. domain contracts
 
 
