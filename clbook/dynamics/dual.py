@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from .. import linalg
@@ -376,11 +377,20 @@ def population_gradient(Wo, Wt, bo, bt, *, keep: float, sparsity: float) -> torc
     Arguments as in :func:`population_loss`; returns ``[d, d]``.
     """
     Wo, Wt, bo, bt, Z, pz, D, pd = _srelu_args(Wo, Wt, bo, bt, keep, sparsity)
-    ft = _mean_output(Wt, bt, Z, D, pd)
-    A = Z[:, None, :] * D[None, :, :]
-    active = ((A @ Wo.T).abs() > bo).to(Wo.dtype)               # [n_z, n_D, d]
+    return _gradient(Wo, Wt, bo, bt, Z, pz, D, pd)
+
+
+def _gradient(Wo, Wt, bo, bt, Z, pz, D, pd):
+    """:func:`population_gradient` from the enumeration, unchecked, on torch tensors or numpy arrays."""
+    numpy = isinstance(Wo, np.ndarray)
+    xp = np if numpy else torch
+    A = Z[:, None, :] * D[None, :, :]                      # [n_z, n_D, d]  views D z
+    u = A @ Wt.T
+    ft = xp.einsum("k,zki->zi", pd, np.maximum(u - bt, 0) - np.maximum(-u - bt, 0) if numpy else srelu(u, bt))
+    active = abs(A @ Wo.T) > bo                            # [n_z, n_D, d]
+    active = active.astype(Wo.dtype) if numpy else active.to(Wo.dtype)
     weighted = pz[:, None, None] * pd[None, :, None] * ft[:, None, :] * active
-    return -2 * torch.einsum("zki,zkj->ij", weighted, A)
+    return -2 * xp.einsum("zki,zkj->ij", weighted, A)
 
 
 def regime_loss(Wo, Wt, bo, bt, *, keep: float, sparsity: float) -> float:
@@ -484,22 +494,58 @@ def alternating(Wo, Wt, b, *, keep: float, sparsity: float, eta: float = 2.0, in
     eta = check_positive("eta", eta)
     inner_steps, rounds = check_int("inner_steps", inner_steps, 1), check_int("rounds", rounds, 1)
     population_gradient(Wo, Wt, b, b, keep=keep, sparsity=sparsity)   # checks every argument once
-    off, dia = [offdiag(Wt).norm()], [torch.diagonal(Wt).min()]
-    change, regime = [], [regime_holds(Wo, b) and regime_holds(Wt, b)]
+    return alternating_unchecked(Wo, Wt, b, keep=keep, sparsity=sparsity, eta=eta, inner_steps=inner_steps,
+                                 rounds=rounds)
+
+
+def alternating_unchecked(Wo, Wt, b, *, keep: float, sparsity: float, eta: float, inner_steps: int,
+                          rounds: int) -> AlternatingRun:
+    """The loop of :func:`alternating`, without its checks, on torch tensors or on numpy arrays.
+
+    ``Wo`` and ``Wt`` (unit rows) are both torch tensors or both numpy arrays (float64); the enumeration of latents
+    and masks is made once. The same half-rounds run on either (torch for the package and the chapters, numpy for a
+    panel's ``d <= 4``, where torch's per-operation overhead is most of the time). The result holds torch tensors.
+    """
+    numpy = isinstance(Wo, np.ndarray)
+    d = Wo.shape[0]
+    Z, pz = sc.enumerate_latents(d, sparsity=sparsity)
+    D, pd = sc.enumerate_masks(d, keep=keep)
+    if numpy:
+        Z, pz, D, pd = (x.detach().cpu().numpy().astype(np.float64) for x in (Z, pz, D, pd))
+        bv, off_mask = np.full(d, float(b)), ~np.eye(d, dtype=bool)
+
+        def rows(W):
+            return W / np.maximum(np.linalg.norm(W, axis=-1, keepdims=True), 1e-12)
+    else:
+        Z, pz, D, pd = (x.to(Wo) for x in (Z, pz, D, pd))
+        bv, off_mask, rows = _bias_vector("b", b, d, Wo), ~torch.eye(d, dtype=torch.bool, device=Wo.device), linalg.unit_rows
+
+    def norm(x):
+        return np.linalg.norm(x) if numpy else x.norm()
+
+    def holds(W):  # regime_holds(W, b)
+        s = abs(W).sum(axis=1) - abs(W.diagonal())
+        return bool((s < bv).all() and (bv < W.diagonal() - s).all())
+
+    off, dia = [norm(Wt[off_mask])], [Wt.diagonal().min()]
+    change, regime = [], [holds(Wo) and holds(Wt)]
     for _ in range(rounds):
         for which in (0, 1):
             for _ in range(inner_steps):
                 if which == 0:
-                    new = linalg.unit_rows(Wo - eta * population_gradient(Wo, Wt, b, b, keep=keep, sparsity=sparsity))
-                    step, Wo = (new - Wo).abs().max(), new
+                    new = rows(Wo - eta * _gradient(Wo, Wt, bv, bv, Z, pz, D, pd))
+                    step, Wo = abs(new - Wo).max(), new
                 else:
-                    new = linalg.unit_rows(Wt - eta * population_gradient(Wt, Wo, b, b, keep=keep, sparsity=sparsity))
-                    step, Wt = (new - Wt).abs().max(), new
+                    new = rows(Wt - eta * _gradient(Wt, Wo, bv, bv, Z, pz, D, pd))
+                    step, Wt = abs(new - Wt).max(), new
             W = Wo if which == 0 else Wt
-            off.append(offdiag(W).norm())
-            dia.append(torch.diagonal(W).min())
+            off.append(norm(W[off_mask]))
+            dia.append(W.diagonal().min())
             change.append(step)
-            regime.append(regime_holds(Wo, b) and regime_holds(Wt, b))
+            regime.append(holds(Wo) and holds(Wt))
+    if numpy:
+        t = lambda x: torch.as_tensor(np.asarray(x, dtype=np.float64))  # noqa: E731
+        return AlternatingRun(t(Wo), t(Wt), t(off), t(dia), t(change), torch.tensor(regime))
     return AlternatingRun(Wo, Wt, torch.stack(off), torch.stack(dia), torch.stack(change),
                           torch.tensor(regime, device=Wo.device))
 

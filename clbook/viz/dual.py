@@ -14,7 +14,6 @@ import torch
 from .. import linalg, widgets
 from .._validate import check_in_range, check_int
 from ..config import defaults, generator, rand
-from ..data import sparse_coding as sc
 from ..dynamics import dual
 from . import figure, light_log_ticks
 
@@ -67,58 +66,8 @@ def _alternating(keep, sparsity, bias, delta, d, rounds, seed, setup_key):
     eye = torch.eye(d, device=device, dtype=dtype)
     W0, W1 = (eye + delta * (2 * rand(d, d, generator=gen) - 1) * (1 - eye) for _ in range(2))
     s = keep**2 * sparsity
-    return _alternating_numpy(linalg.unit_rows(W0), linalg.unit_rows(W1), bias, keep=keep, sparsity=sparsity,
-                              eta=1.0 / s, inner_steps=25, rounds=rounds)
-
-
-def _alternating_numpy(Wo, Wt, b: float, *, keep: float, sparsity: float, eta: float, inner_steps: int,
-                       rounds: int) -> dual.AlternatingRun:
-    r""":func:`clbook.dynamics.dual.alternating` in numpy.
-
-    With the enumeration of latents and masks
-    (:func:`clbook.data.sparse_coding.enumerate_latents`, :func:`~clbook.data.sparse_coding.enumerate_masks`) made
-    once instead of at every gradient: the same half-rounds of row-normalised steps on
-    :func:`~clbook.dynamics.dual.population_gradient`'s exact gradient, and the same records. On a panel's
-    :math:`d\le4` the per-operation overhead of torch and of the argument checks is most of the time.
-    """
-    d = Wo.shape[0]
-    Z, pz = (np.asarray(t.detach().cpu(), dtype=np.float64) for t in sc.enumerate_latents(d, sparsity=sparsity))
-    D, pd = (np.asarray(t.detach().cpu(), dtype=np.float64) for t in sc.enumerate_masks(d, keep=keep))
-    A = (Z[:, None, :] * D[None, :, :]).reshape(-1, d)                     # every view D z, [n_z n_D, d]
-    weight = (pz[:, None] * pd[None, :]).reshape(-1, 1)                    # Pr(z) Pr(D)
-    srelu = lambda u: np.maximum(u - b, 0) - np.maximum(-u - b, 0)  # noqa: E731
-
-    def gradient(W, V):  # population_gradient(W, V, b, b): the target's mean output f^t(z) is a mean over masks
-        ft = (pd[None, :, None] * srelu(A @ V.T).reshape(len(pz), len(pd), d)).sum(axis=1)
-        active = np.abs(A @ W.T) > b
-        return -2 * (weight * np.repeat(ft, len(pd), axis=0) * active).T @ A
-
-    def rows(W):
-        return W / np.maximum(np.linalg.norm(W, axis=1, keepdims=True), 1e-12)
-
-    def regime(W):
-        s = np.abs(W).sum(axis=1) - np.abs(np.diagonal(W))
-        return bool((s < b).all() and (b < np.diagonal(W) - s).all())
-
-    off_diag = ~np.eye(d, dtype=bool)
-    Wo, Wt = (rows(np.asarray(W.detach().cpu(), dtype=np.float64)) for W in (Wo, Wt))
-    off, dia, change, reg = [np.linalg.norm(Wt[off_diag])], [np.diagonal(Wt).min()], [], [regime(Wo) and regime(Wt)]
-    for _ in range(rounds):
-        for which in (0, 1):
-            for _ in range(inner_steps):
-                if which == 0:
-                    new = rows(Wo - eta * gradient(Wo, Wt))
-                    step, Wo = np.abs(new - Wo).max(), new
-                else:
-                    new = rows(Wt - eta * gradient(Wt, Wo))
-                    step, Wt = np.abs(new - Wt).max(), new
-            W = Wo if which == 0 else Wt
-            off.append(np.linalg.norm(W[off_diag]))
-            dia.append(np.diagonal(W).min())
-            change.append(step)
-            reg.append(regime(Wo) and regime(Wt))
-    t = lambda x: torch.as_tensor(np.asarray(x, dtype=np.float64))  # noqa: E731
-    return dual.AlternatingRun(t(Wo), t(Wt), t(off), t(dia), t(change), torch.tensor(reg))
+    return dual.alternating_unchecked(linalg.unit_rows(W0).cpu().numpy(), linalg.unit_rows(W1).cpu().numpy(), bias,
+                                      keep=keep, sparsity=sparsity, eta=1.0 / s, inner_steps=25, rounds=rounds)
 
 
 def phase(keep: float = 0.8, sparsity: float = 0.5, bias: float = 0.3, delta: float = 0.02, d: int = 3,

@@ -12,7 +12,6 @@ from clbook.dynamics import deeplinear as dl
 from clbook.dynamics import dual
 from clbook.dynamics import relu2layer as r2
 from clbook.dynamics import stiefel as st
-from clbook.viz import dual as viz_dual
 
 
 def test_deeplinear_train_on_numpy_arrays():
@@ -77,16 +76,20 @@ def test_stiefel_train_on_numpy_arrays():
     assert (other.M[-1] - ref.M[-1]).abs().max() > 1e-6
 
 
-def test_alternating_in_numpy():
-    eye = torch.eye(3, dtype=torch.float64)
-    g = torch.Generator().manual_seed(2)
-    W0, W1 = (eye + 0.3 * (2 * torch.rand(3, 3, generator=g, dtype=torch.float64) - 1) * (1 - eye) for _ in range(2))
-    Wo, Wt = W0 / W0.norm(dim=1, keepdim=True), W1 / W1.norm(dim=1, keepdim=True)
-    kw = dict(keep=0.8, sparsity=0.5, eta=1.0 / (0.8**2 * 0.5), inner_steps=25, rounds=3)
-    ref = dual.alternating(Wo, Wt, 0.1, **kw)
-    got = viz_dual._alternating_numpy(Wo, Wt, 0.1, **kw)
-    np.testing.assert_allclose(np.asarray(got.Wo), ref.Wo.numpy(), rtol=0, atol=1e-10)
-    np.testing.assert_allclose(np.asarray(got.Wt), ref.Wt.numpy(), rtol=0, atol=1e-10)
-    assert list(got.regime) == list(ref.regime)
-    other = viz_dual._alternating_numpy(Wo, Wt, 0.1, **(kw | {"rounds": 4}))
-    assert np.abs(np.asarray(other.Wo) - np.asarray(got.Wo)).max() > 1e-6
+def test_dual_alternating_on_numpy_arrays():
+    for d, delta, b in ((3, 0.3, 0.1), (2, 0.5, 0.0)):
+        eye = torch.eye(d, dtype=torch.float64)
+        g = torch.Generator().manual_seed(2)
+        W0, W1 = (eye + delta * (2 * torch.rand(d, d, generator=g, dtype=torch.float64) - 1) * (1 - eye) for _ in range(2))
+        Wo, Wt = W0 / W0.norm(dim=1, keepdim=True), W1 / W1.norm(dim=1, keepdim=True)
+        kw = dict(keep=0.8, sparsity=0.5, eta=1.0 / (0.8**2 * 0.5), inner_steps=25, rounds=3)
+        ref = dual.alternating(Wo, Wt, b, **kw)
+        got = dual.alternating_unchecked(Wo.numpy(), Wt.numpy(), b, **kw)
+        for field in ("Wo", "Wt", "offdiag", "diag", "inner_change"):
+            a, r = getattr(got, field), getattr(ref, field)
+            assert isinstance(a, torch.Tensor) and a.shape == r.shape
+            np.testing.assert_allclose(a.numpy(), r.numpy(), rtol=0, atol=1e-12)
+        assert got.regime.tolist() == ref.regime.tolist()
+        if d == 3:  # (d = 2 with b = 0 has converged: one round more changes nothing)
+            other = dual.alternating_unchecked(Wo.numpy(), Wt.numpy(), b, **(kw | {"rounds": 4}))
+            assert (other.Wo - got.Wo).abs().max() > 1e-6
