@@ -464,6 +464,19 @@ def test_fresh_never_replaces_a_complete_result_with_a_smaller_one(tmp_path):
     assert len(data["jobs"]) == 1
 
 
+def test_other_settings_never_replace_a_complete_result_without_discard_complete(tmp_path):
+    """The review's case: the error for other settings suggested --fresh, and following it replaced a complete result."""
+    from clbook.experiments.runner import run_jobs
+
+    _run(tmp_path, 4)
+    before = (tmp_path / "demo.json").read_bytes()
+    for resume in (True, False):  # as suggested (--fresh) and not
+        with pytest.raises(ValueError, match="other settings.*discard-complete"):
+            run_jobs(_square, _jobs(4), out=tmp_path, name="demo", command="t", settings={"k": 2}, workers=1, progress=False,
+                     resume=resume)
+    assert (tmp_path / "demo.json").read_bytes() == before
+
+
 def test_shipped_results_without_job_provenance_still_load():
     from clbook import results
 
