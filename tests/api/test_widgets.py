@@ -73,3 +73,29 @@ def test_panel_moves(spec):
         assert len(calls) == before + 1, f"{spec.chapter}: moving {name} to {value!r} did not redraw"
         assert calls[-1][name] == pytest.approx(value), f"{spec.chapter}: moving {name} drew with {calls[-1][name]!r}"
     plt.close("all")
+
+
+def test_render_png_draws_the_pixels_of_savefig():
+    """The live panel's PNG (a shared renderer, zlib level 1) has the pixels of ``savefig`` at the same dpi, for two
+    figures in a row of the same size (the second reuses the renderer) and one of another size."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    def pixels(png):
+        return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+
+    for k, size in enumerate([(4.0, 3.0), (4.0, 3.0), (3.0, 2.0)]):
+        fig, ax = plt.subplots(figsize=size)
+        ax.plot([0, 1, 2], [k, 1, 0], label=f"line {k}")
+        ax.set_title(f"figure {k}")
+        ax.legend()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=widgets.PANEL_DPI)
+        assert np.array_equal(pixels(widgets.render_png(fig)), pixels(buf.getvalue()))
+        assert fig.dpi == plt.rcParams["figure.dpi"], "render_png must leave the figure's dpi as it was"
+        plt.close(fig)
+    with pytest.raises(ValueError, match="dpi"):
+        widgets.render_png(plt.figure(), dpi=5)
+    plt.close("all")
