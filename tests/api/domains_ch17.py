@@ -225,6 +225,12 @@ DOMAINS: dict = {
         invalid=(Bad({"data": {}, "model": "NCL-basic"}, "data"), Bad({"data": L.load("table2-independent"), "model": "X"}, "data"),
                  Bad({"data": L.load("table2-independent"), "model": "NCL-basic", "epochs": 9000}, "epochs"),
                  Bad({"data": L.load("table2-independent"), "model": "NCL-basic", "seed": 9, "epochs": 2}, "seed"))),
+    "clbook.experiments.landscape.analysis.escape_epochs": Spec(
+        valid=st.fixed_dictionaries({"rows": st.just(_rows()), "threshold": st.floats(0.05, 0.95),
+                                     "metric": st.sampled_from(["maximum", "median", "minimum"])}),
+        expect=lambda out, kw: len(out) == 6 and all(e in (None, 0, 10) for e in out.values()),
+        invalid=(Bad({"rows": _rows(), "threshold": 1.5}, "threshold"), Bad({"rows": _rows(), "metric": "mean"}, "metric"),
+                 Bad({"rows": []}, "rows"))),
     "clbook.experiments.landscape.analysis.seed_spread": Spec(
         valid=st.fixed_dictionaries({"rows": st.just(_rows()), "where": st.sampled_from(["start", "end"])}),
         expect=lambda out, kw: set(out) == {0.1, 0.2} and all(len(v) == 3 for v in out.values()),

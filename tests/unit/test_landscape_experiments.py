@@ -567,3 +567,13 @@ def test_the_two_pokle_encoders_agree(bn, activation):
     if activation == "srelu":  # the stated difference: a negative threshold is the experiments' parameterisation only
         with pytest.raises(ValueError, match="bias"):
             D.srelu(a[0, 0] @ P["W0"][0].T, -b)
+
+
+def test_escape_epochs_finds_the_first_crossing():
+    rows = [dict(model="CL-basic", sparsity=0.2, seed=s, epochs=[0, 100, 200, 300], minimum=m)
+            for s, m in ((1, [0.3, 0.5, 0.85, 0.9]), (2, [0.3, 0.4, 0.5, 0.6]), (3, [0.81, 0.7, 0.9, 0.9]))]
+    got = L.escape_epochs(rows)
+    assert got == {(0.2, 1): 200, (0.2, 2): None, (0.2, 3): 0}
+    assert L.escape_epochs(rows, threshold=0.55) == {(0.2, 1): 200, (0.2, 2): 300, (0.2, 3): 0}
+    with pytest.raises(ValueError, match="threshold"):
+        L.escape_epochs(rows, threshold=2)

@@ -58,7 +58,7 @@ Results with provenance go to ``--out`` (default :func:`clbook.results.user_dir`
 
 from ...losses.noncontrastive import ncl_loss, simsiam_loss
 from ...losses.ntxent import nt_xent
-from .analysis import ablation_effects, end_values, mixed, paired_gap, replay, rows_by_model, seed_spread, trajectory_summary
+from .analysis import ablation_effects, end_values, escape_epochs, mixed, paired_gap, replay, rows_by_model, seed_spread, trajectory_summary
 from .authors import AUTHORS_SECONDS_PER_EPOCH, FAITHFULNESS_PAIRS, faithfulness
 from .benchmark import bench, step_flops
 from .cli import main
@@ -88,6 +88,6 @@ __all__ = [
     "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_TABLE4", "AUTHORS_SECONDS_PER_EPOCH", "EXPERIMENTS", "TABLE2_MODELS", "ABLATIONS",
     "ABLATION_MODELS", "PILOT", "NOISE_DRAWS", "LATENTS", "BIAS_INITS", "jobs", "run", "estimate", "rows_by_model", "step_flops", "mixed",
     "end_values", "paired_gap", "ablation_effects", "replay",
-    "seed_spread", "trajectory_summary", "bench", "faithfulness", "load", "main", "DATA", "METRICS", "FAITHFULNESS_PAIRS",
+    "seed_spread", "trajectory_summary", "escape_epochs", "bench", "faithfulness", "load", "main", "DATA", "METRICS", "FAITHFULNESS_PAIRS",
     "ABLATION_SPARSITIES", "MORE_SEEDS", "MORE_SEEDS_MODELS",
 ]

@@ -10,11 +10,12 @@ import math
 
 import torch
 
-from ..._validate import check_choice, check_int
+from ..._validate import check_choice, check_in_range, check_int
 from .models import MODELS
 from .training import METRICS, train
 
-__all__ = ["rows_by_model", "mixed", "end_values", "paired_gap", "ablation_effects", "replay", "seed_spread", "trajectory_summary"]
+__all__ = ["rows_by_model", "mixed", "end_values", "paired_gap", "ablation_effects", "replay", "seed_spread", "trajectory_summary",
+           "escape_epochs"]
 
 
 def rows_by_model(data: dict) -> dict:
@@ -190,4 +191,21 @@ def trajectory_summary(rows: list[dict], *, metric: str = "minimum") -> dict:
         vals = torch.tensor([r[metric] for r in runs], dtype=torch.float64)
         sd = vals.std(0) if len(runs) > 1 else torch.zeros(len(epochs), dtype=torch.float64)
         out[s] = dict(epochs=epochs, mean=vals.mean(0).tolist(), sd=sd.tolist(), count=len(runs))
+    return out
+
+
+def escape_epochs(rows: list[dict], *, threshold: float = 0.8, metric: str = "minimum") -> dict:
+    """When each run escapes: ``{(sparsity, seed): first recorded epoch with metric > threshold, or None}``.
+
+    A run whose ``metric`` (default the minimum max-cosine) never exceeds ``threshold`` at a recorded epoch maps to
+    ``None``. ``threshold`` is a number in [0, 1]; Chapter 17 calls a run above 0.8 escaped (the paper's CL-basic ends
+    at 0.76-0.88).
+    """
+    check_choice("metric", metric, METRICS)
+    threshold = check_in_range("threshold", threshold, 0.0, 1.0)
+    rows = _check_rows(rows, ("sparsity", "seed", "epochs", metric))
+    out = {}
+    for r in sorted(rows, key=lambda r: (r["sparsity"], r["seed"])):
+        out[(r["sparsity"], r["seed"])] = next((e for e, v in zip(r["epochs"], r[metric], strict=True)
+                                                if v > threshold), None)
     return out
