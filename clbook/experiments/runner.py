@@ -281,9 +281,29 @@ def _check_scheduler(scheduler: str, timeout: float = SCHEDULER_TIMEOUT) -> None
         host = port = None
     if not host:
         raise ValueError(f"--scheduler must be an address such as tcp://host:8786; got {scheduler!r}.")
+    # the name lookup too is bounded by ``timeout`` (getaddrinfo has no timeout of its own: an unknown host could
+    # keep the command silent for half a minute); a daemon thread, so that a lookup left running never blocks the exit
+    found: dict = {}
+
+    def lookup() -> None:
+        try:
+            found["addresses"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            found["error"] = exc
+
+    began = time.monotonic()
+    thread = threading.Thread(target=lookup, name="clbook-scheduler-lookup", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if "addresses" not in found:
+        reason = found["error"].strerror or found["error"] if "error" in found else "the name lookup did not finish"
+        raise ValueError(f"--scheduler {scheduler}: no Dask scheduler answered at {host}:{port} within {timeout:g} s "
+                         f"({reason}); start it, or check the address.") from None
     try:
-        with socket.create_connection((host, port), timeout=timeout):
-            pass
+        family, kind, proto, _, address = found["addresses"][0]
+        with socket.socket(family, kind, proto) as sock:
+            sock.settimeout(max(timeout - (time.monotonic() - began), 0.1))
+            sock.connect(address)
     except OSError as exc:
         raise ValueError(f"--scheduler {scheduler}: no Dask scheduler answered at {host}:{port} within {timeout:g} s "
                          f"({exc.strerror or exc}); start it, or check the address.") from None
@@ -424,7 +444,7 @@ def _check_run(function, jobs, *, out, name, settings, workers, backend, schedul
         raise TypeError(f"settings must be JSON-serialisable; {exc}.") from exc
     out = check_out(out)
     if scheduler is not None:
-        _check_scheduler(scheduler)
+        _check_scheduler(scheduler, SCHEDULER_TIMEOUT)
     return backend, workers, threads, jobs, settings, out
 
 

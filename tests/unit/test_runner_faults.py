@@ -378,3 +378,22 @@ def test_a_scheduler_address_where_something_else_answers_is_one_line(tmp_path, 
         stop.set()
         thread.join(timeout=5)
         server.close()
+
+
+def test_a_scheduler_name_that_does_not_resolve_fails_within_the_timeout(tmp_path, monkeypatch):
+    """The name lookup is bounded too (getaddrinfo has no timeout; an unknown host kept the command silent)."""
+    import socket
+
+    from clbook.experiments import runner
+
+    def slow_lookup(*args, **kwargs):
+        time.sleep(30)
+        raise socket.gaierror("too late")
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow_lookup)
+    monkeypatch.setattr(runner, "SCHEDULER_TIMEOUT", 1.0)
+    began = time.monotonic()
+    with pytest.raises(ValueError, match=r"^--scheduler tcp://slow\.invalid:8786: .*within 1 s \(the name lookup did not finish\)"):
+        run_jobs(nap, naps(1, tmp_path), out=tmp_path, name="naps", command="t", scheduler="tcp://slow.invalid:8786",
+                 progress=False)
+    assert time.monotonic() - began < 10
