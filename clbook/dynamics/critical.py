@@ -39,6 +39,7 @@ __all__ = [
     "Mixture", "three_clusters", "mixture_gated_covariance", "mixture_plane_moment", "mixture_mean_output",
     "mixture_z0", "mixture_gaussian_factor", "plane_density_max_2d", "projected_field", "tangent_basis", "StabilityReport",
     "stability_report", "find_critical", "perturb_and_return", "PowerIteration", "power_iteration", "perturbed_patterns",
+    "pattern_power_iterations",
     "lemma7_terms", "jitter_landscape", "cyclic_landscape", "mixture_grid", "mixture_polar_grid", "gaussian_alpha_covariance",
     "lemma_terms_along", "omega_at", "thm3_cap", "mixture_landscape",
 ]
@@ -399,6 +400,51 @@ def perturbed_patterns(d: int, eta: float, *, generator: torch.Generator) -> tor
     Q = haar_orthonormal(d, generator=generator)
     U = Q + eta * randn(d, d, generator=generator, device=Q.device, dtype=Q.dtype) / math.sqrt(d)
     return U / torch.linalg.vector_norm(U, dim=0, keepdim=True)
+
+
+def pattern_power_iterations(eta: float, *, generator: torch.Generator, q: float = 0.2, d: int = 8, steps: int = 100,
+                             activation: str = "relu") -> tuple[torch.Tensor, list[PowerIteration]]:
+    r"""Fig. 1 (right): power iteration started at every pattern of the latent summation model with perturbed patterns.
+
+    Draws :math:`U` = :func:`perturbed_patterns` ``(d, eta, generator=generator)``, builds the latent summation model
+    of :math:`U` with probability ``q`` per pattern (:func:`clbook.data.latent.latent_summation`, :math:`2^d`
+    atoms), whose gated covariance :math:`A(w)` (:func:`clbook.dynamics.onelayer.gated_covariance`, uniform
+    :math:`\alpha`) is piecewise constant, and runs :func:`power_iteration` for ``steps`` steps from each column
+    :math:`u_m`. Chapter 8 reads convergence near :math:`u_m` for small ``eta`` and cycles for larger ``eta``.
+
+    Parameters
+    ----------
+    eta : float
+        Perturbation :math:`\eta\ge0` of the orthonormal patterns.
+    generator : torch.Generator
+        CPU generator of :math:`U` (the only draw).
+    q : float
+        Probability :math:`q\in(0, 1)` of each latent pattern.
+    d : int
+        Dimension and number of patterns, ``2 <= d <= 16``.
+    steps : int
+        Power-iteration steps per run.
+    activation : str
+        The activation of the gate (a name of :mod:`clbook.activations` that ``gated_covariance`` accepts).
+
+    Returns
+    -------
+    U : torch.Tensor, shape=[d, d]
+        The patterns, columns of unit norm.
+    runs : list of PowerIteration
+        One run per pattern, started at :math:`u_m`.
+    """
+    from ..data import latent
+    from . import onelayer
+
+    d = check_int("d", d, 2)   # power iteration needs two eigenvalues
+    U = perturbed_patterns(d, eta, generator=generator)
+    model = latent.latent_summation(U, q)
+
+    def A_fn(v):
+        return onelayer.gated_covariance(v, model.atoms, model.probs, activation=activation)
+
+    return U, [power_iteration(U[:, m], A_fn, steps=steps) for m in range(d)]
 
 
 def lemma7_terms(A, w) -> dict:

@@ -276,6 +276,12 @@ DOMAINS.update({
         expect=lambda o, kw: o.W.shape == (kw["steps"] + 1, 2),
         invalid=(Bad({"w0": _W2, "A_fn": _A_MIX, "steps": 0}, "steps"), Bad({"w0": _W2, "A_fn": _A_MIX, "shift": -1.0}, "shift"),
                  Bad({"w0": torch.ones(1, dtype=F64), "A_fn": _A_MIX}, "w0"))),
+    "clbook.dynamics.critical.pattern_power_iterations": Spec(
+        valid=st.fixed_dictionaries({"eta": st.floats(0.0, 0.3), "generator": generators(), "d": st.integers(2, 4),
+                                     "steps": st.integers(1, 5), "activation": st.sampled_from(["relu", "linear"])}),
+        expect=lambda o, kw: o[0].shape == (kw["d"], kw["d"]) and len(o[1]) == kw["d"], max_examples=5,
+        invalid=(Bad({"eta": -1.0, **_g}, "eta"), Bad({"eta": 0.1, "q": 0.0, **_g}, "q"),
+                 Bad({"eta": 0.1, "d": 3, "activation": "tanh", **_g}, "activation"), Bad({"eta": 0.1, "generator": 1}, "generator"))),
     "clbook.dynamics.critical.perturbed_patterns": Spec(
         valid=st.fixed_dictionaries({"d": st.integers(1, 6), "eta": st.floats(0, 1), "generator": generators()}),
         expect=lambda o, kw: o.shape == (kw["d"], kw["d"]),

@@ -228,3 +228,34 @@ def test_mixture_polar_grid_bad_inputs():
     flat = critical.Mixture(torch.zeros(1, 3, dtype=torch.float64), torch.ones(1, dtype=torch.float64), 0.5)
     with pytest.raises(ValueError, match="2-D"):
         critical.mixture_polar_grid(flat, theta0=0.0, cuts=[0.0, 1.0], radius=2.0)
+
+
+def test_pattern_power_iterations_matches_its_parts():
+    """The same runs as drawing U, building the latent summation model and iterating from each u_m by hand."""
+    from clbook.data import latent
+
+    U, runs = critical.pattern_power_iterations(0.05, generator=torch.Generator().manual_seed(5), d=4, steps=30)
+    U0 = critical.perturbed_patterns(4, 0.05, generator=torch.Generator().manual_seed(5))
+    torch.testing.assert_close(U, U0, atol=0, rtol=0)
+    model = latent.latent_summation(U0, 0.2)
+    for m, run in enumerate(runs):
+        ref = critical.power_iteration(U0[:, m], lambda v: onelayer.gated_covariance(v, model.atoms, model.probs),
+                                       steps=30)
+        torch.testing.assert_close(run.W, ref.W, atol=0, rtol=0)
+        assert float(run.W[-1] @ U0[:, m]) > 0.99   # small eta: each run stays near its pattern
+    linear = critical.pattern_power_iterations(0.05, generator=torch.Generator().manual_seed(5), d=4, steps=30,
+                                               activation="linear")[1]
+    C = torch.cov(model.atoms.T, correction=0, aweights=model.probs)   # linear: A(w) is the constant covariance
+    for m, run in enumerate(linear):
+        step = C @ U0[:, m]
+        torch.testing.assert_close(run.W[1], step / step.norm(), atol=1e-12, rtol=0)
+
+
+def test_pattern_power_iterations_bad_inputs():
+    gen = torch.Generator().manual_seed(0)
+    for kwargs, name in (({"eta": -0.1}, "eta"), ({"q": 1.5}, "q"), ({"d": 0}, "d"), ({"steps": 0}, "steps"),
+                         ({"activation": "tanh"}, "activation")):
+        with pytest.raises(ValueError, match=name):
+            critical.pattern_power_iterations(**{"eta": 0.1, "d": 3, "steps": 2, **kwargs}, generator=gen)
+    with pytest.raises(TypeError, match="generator"):
+        critical.pattern_power_iterations(0.1, generator=5, d=3)
