@@ -177,27 +177,27 @@ def library_cases() -> None:  # noqa: C901, PLR0915 - one registration per line 
     # -- scale invariance: the cosine quantities are exact at any finite scale (issue: silently wrong)
     for s in (1e200, 1e-200, 1e-13, 1e300, 1e-300):
         lib(f"nt_xent(h1*{s:g}, h2*{s:g}, temperature=0.5) float64", lambda s=s: ntxent.nt_xent(h1 * s, h2 * s, temperature=0.5),
-            expected=f"{float(ref):.6g}, as unscaled", ok=same(ref))
+            expected=f"{float(ref):.6g}, as unscaled", names="h1|h2", ok=same(ref))
     for s in (1e20, 1e-20, 1e-30):
         lib(f"nt_xent(h1*{s:g}, h2*{s:g}) float32", lambda s=s: ntxent.nt_xent(f1 * s, f2 * s, temperature=0.5),
-            expected=f"{float(ref32):.6g}, as unscaled", ok=same(ref32, 1e-5))
+            expected=f"{float(ref32):.6g}, as unscaled", names="h1|h2", ok=same(ref32, 1e-5))
     lib("nt_xent_reference(h1*1e200, h2*1e200)", lambda: ntxent.nt_xent_reference(h1 * 1e200, h2 * 1e200, temperature=0.5),
-        expected="as unscaled", ok=same(ref))
+        expected="as unscaled", names="h1|h2", ok=same(ref))
     lib("nt_xent(h1*1e200, h2*1e-200) (rows at different scales)", lambda: ntxent.nt_xent(h1 * 1e200, h2 * 1e-200, temperature=0.5),
-        expected="as unscaled", ok=same(ref))
+        expected="as unscaled", names="h1|h2", ok=same(ref))
     ncl = noncontrastive.ncl_loss(h1, h2)
     lib("ncl_loss(q*1e200, target*1e-200)", lambda: noncontrastive.ncl_loss(h1 * 1e200, h2 * 1e-200), expected="as unscaled",
-        ok=same(ncl))
+        names=r"\bq\b|target", ok=same(ncl))
     sim = noncontrastive.simsiam_loss(h1, h2, h2, h1)
     lib("simsiam_loss(p1*1e-300, ...)", lambda: noncontrastive.simsiam_loss(h1 * 1e-300, h2, h2 * 1e300, h1), expected="as unscaled",
-        ok=same(sim))
+        names="p1|p2|z1|z2", ok=same(sim))
     u = h1 / h1.norm(dim=1, keepdim=True)
     lib("linalg.unit_rows(X*1e200)", lambda: linalg.unit_rows(h1 * 1e200), expected="the unit rows of X (or an error naming X)",
         names=r"\bX\b", ok=close(u))
     W, M = pair(1, B=8, m=5)[0], torch.linalg.qr(torch.randn(5, 3, generator=torch.Generator().manual_seed(2), dtype=F64))[0]
     mc = maxcos.max_cosines(W, M)
-    lib("maxcos.max_cosines(W*1e200, M)", lambda: maxcos.max_cosines(W * 1e200, M), expected="as unscaled", ok=close(mc))
-    lib("maxcos.max_cosines(W*1e-200, M)", lambda: maxcos.max_cosines(W * 1e-200, M), expected="as unscaled", ok=close(mc))
+    lib("maxcos.max_cosines(W*1e200, M)", lambda: maxcos.max_cosines(W * 1e200, M), expected="as unscaled", names=r"\bW\b", ok=close(mc))
+    lib("maxcos.max_cosines(W*1e-200, M)", lambda: maxcos.max_cosines(W * 1e-200, M), expected="as unscaled", names=r"\bW\b", ok=close(mc))
     lib("kernels.gaussian_log_features(x, temperature=1e-3, terms=5)",
         lambda: kernels.gaussian_log_features(torch.rand(30, 2, generator=torch.Generator().manual_seed(0), dtype=F64),
                                               temperature=1e-3, terms=5),
@@ -428,19 +428,20 @@ def library_cases() -> None:  # noqa: C901, PLR0915 - one registration per line 
     eye4 = torch.eye(4, dtype=F64)
     mp = onelayer.match_patterns(Wn, U4, threshold=0.5)
     lib("onelayer.match_patterns(W*1e200, U)", lambda: onelayer.match_patterns(Wn * 1e200, U4, threshold=0.5),
-        expected="as unscaled", ok=lambda r, w: all(torch.equal(a, b) for a, b in zip(r, mp, strict=True)))
+        expected="as unscaled", names=r"\bW\b", ok=lambda r, w: all(torch.equal(a, b) for a, b in zip(r, mp, strict=True)))
     lib("onelayer.match_patterns(W [3,4], U [2,4])", lambda: onelayer.match_patterns(Wn, U4.T), expected="error naming U",
         names=r"\bU\b")
     pa = onelayer.projected_ascent(Wn[:1].abs(), eye4, max_steps=50).W
     for s in (1e200, 1e-200):
         lib(f"onelayer.projected_ascent(W0*{s:g}, atoms)", lambda s=s: onelayer.projected_ascent(Wn[:1].abs() * s, eye4, max_steps=50).W,
-            expected="as unscaled", ok=close(pa))
+            expected="as unscaled", names="W0", ok=close(pa))
     lib("onelayer.projected_ascent(W0 with a zero row, atoms)",
         lambda: onelayer.projected_ascent(torch.zeros(1, 4, dtype=F64), eye4, max_steps=5), expected="error naming W0", names="W0")
     lme = onelayer.lme_report(Wn[0].abs(), eye4)
     for s in (1e200, 1e-200):
         lib(f"onelayer.lme_report(w*{s:g}, atoms)", lambda s=s: onelayer.lme_report(Wn[0].abs() * s, eye4),
-            expected="as unscaled", ok=lambda r, w: abs(r.value - lme.value) < 1e-12 and abs(r.residual - lme.residual) < 1e-12)
+            expected="as unscaled", names=r"\bw\b",
+            ok=lambda r, w: abs(r.value - lme.value) < 1e-12 and abs(r.residual - lme.residual) < 1e-12)
 
     def tangent_ok(w0):
         def ok(r, w):
@@ -450,7 +451,7 @@ def library_cases() -> None:  # noqa: C901, PLR0915 - one registration per line 
 
     for s in (1e200, 1e-200):
         lib(f"critical.tangent_basis(w*{s:g})", lambda s=s: critical.tangent_basis(Wn[0] * s),
-            expected="an orthonormal basis of w's complement", ok=tangent_ok(Wn[0]))
+            expected="an orthonormal basis of w's complement", names=r"\bw\b", ok=tangent_ok(Wn[0]))
     lib("landscape.encode(W [4,3], A [10,5])", lambda: landscape.encode(torch.ones(4, 3, dtype=F64), torch.ones(10, 5, dtype=F64)),
         expected="error naming W/A", names=r"\bW\b|\bA\b")
 
@@ -461,7 +462,7 @@ def library_cases() -> None:  # noqa: C901, PLR0915 - one registration per line 
 CLI: list[dict] = []
 
 
-def cli(experiment: str, argv: list[str], *, expected: str, words: str | None = None, ok=None, timeout: float = 60.0,
+def cli(experiment: str, argv: list[str], *, expected: str, words: str | None = None, ok=None, timeout: float = 180.0,
         setup=None, label: str | None = None):
     """Register a command line: exit 2 with one stderr line matching ``words``, or exit 0 with ``ok(tmp, stdout)``."""
     CLI.append(dict(experiment=experiment, argv=argv, expected=expected, words=words, ok=ok, timeout=timeout, setup=setup,
@@ -545,24 +546,24 @@ def cli_cases() -> None:  # noqa: PLR0915
     cli("wide", [*W, "--out", "{tmp}/corrupt"], expected="exit 2 naming the unreadable result file", words="quick-fig2|--out|json",
         setup=lambda tmp: ((tmp / "corrupt").mkdir(), (tmp / "corrupt" / "quick-fig2.partial.json").write_text("{not json")))
     # -- scheduler
-    cli("wide", [*W, "--out", "{tmp}", "--scheduler", "tcp://127.0.0.1:9"], expected="exit 2 naming --scheduler within 10 s",
-        words="--scheduler", timeout=20)
+    cli("wide", [*W, "--out", "{tmp}", "--scheduler", "tcp://127.0.0.1:9"], expected="exit 2 naming --scheduler (5 s after the start)",
+        words="--scheduler", timeout=90)
     cli("wide", [*W, "--out", "{tmp}", "--scheduler", "tcp://10.255.255.1:8786"],
-        expected="exit 2 naming --scheduler within 10 s (no answer)", words="--scheduler", timeout=20)
+        expected="exit 2 naming --scheduler (no Dask answer)", words="--scheduler", timeout=90)
     cli("wide", [*W, "--out", "{tmp}", "--scheduler", "::::"], expected="exit 2 naming --scheduler (not an address)",
-        words="scheduler", timeout=20)
+        words="scheduler", timeout=90)
     cli("wide", [*W, "--out", "{tmp}", "--scheduler", "tcp://no-such-host.invalid:8786"],
-        expected="exit 2 naming --scheduler (unknown host)", words="scheduler", timeout=20)
+        expected="exit 2 naming --scheduler (unknown host)", words="scheduler", timeout=90)
     cli("wide", [*W, "--out", "{tmp}", "--backend", "local", "--scheduler", "tcp://127.0.0.1:9"],
-        expected="exit 2 naming --scheduler/--backend (contradictory)", words="scheduler|backend", timeout=20)
+        expected="exit 2 naming --scheduler/--backend (contradictory)", words="scheduler|backend", timeout=90)
     # -- results: rerun, --fresh, other settings
     cli("wide", [*W, "--out", "{tmp}"], expected="exit 0, a complete 2-job result (a tiny run)",
-        ok=lambda tmp, out: _complete(tmp / "quick-fig2.json", 2), timeout=120)
+        ok=lambda tmp, out: _complete(tmp / "quick-fig2.json", 2), timeout=240)
     cli("wide", [*W, "--out", "{tmp}"], expected="exit 0, the complete result unchanged byte for byte (nothing to compute)",
         setup=lambda tmp: (with_result(tmp), (tmp / "before").write_bytes((tmp / "quick-fig2.json").read_bytes())),
         ok=lambda tmp, out: (tmp / "quick-fig2.json").read_bytes() == (tmp / "before").read_bytes())
     cli("wide", [*W, "--out", "{tmp}", "--fresh"], expected="exit 0, the same 2 jobs recomputed (complete)", setup=with_result,
-        ok=lambda tmp, out: _complete(tmp / "quick-fig2.json", 2), timeout=120)
+        ok=lambda tmp, out: _complete(tmp / "quick-fig2.json", 2), timeout=240)
     cli("wide", [*W[:2], "2", *W[3:], "--out", "{tmp}", "--fresh"], expected="exit 2 naming --discard-complete (would shrink 2 -> 1)",
         words="discard-complete", setup=with_result)
     cli("wide", [*W[:2], "2", *W[3:], "--out", "{tmp}"], expected="exit 2 naming --discard-complete (would shrink 2 -> 1)",
@@ -571,7 +572,7 @@ def cli_cases() -> None:  # noqa: PLR0915
         words="discard-complete", setup=with_result)
     cli("wide", [*W[:2], "2", *W[3:], "--out", "{tmp}", "--fresh", "--discard-complete"],
         expected="exit 0, a complete 1-job result (explicitly discarded)", setup=with_result,
-        ok=lambda tmp, out: _complete(tmp / "quick-fig2.json", 1), timeout=120)
+        ok=lambda tmp, out: _complete(tmp / "quick-fig2.json", 1), timeout=240)
     cli("wide", ["--help"], expected="exit 0, names and an example", ok=help_ok(["tanh", "softplus2", "example:", "--discard-complete"]))
     # -- hierarchical
     cli("hierarchical", ["nope", "--out", "{tmp}"], expected="exit 2 naming the experiment", words="nope|experiment")
@@ -604,7 +605,7 @@ def cli_cases() -> None:  # noqa: PLR0915
     cli("new_losses", ["--name", "", "--seeds", "0", "--out", "{tmp}"], expected="exit 2 naming --name", words="name")
     cli("new_losses", ["--threads", "-2", "--out", "{tmp}"], expected="exit 2 naming --threads", words="threads")
     cli("new_losses", ["--quick", "--out", "{tmp}", "--scheduler", "tcp://127.0.0.1:9"], expected="exit 2 naming --scheduler",
-        words="--scheduler", timeout=20)
+        words="--scheduler", timeout=90)
     cli("new_losses", ["--quick", "--out", "{tmp}/afile/x"], expected="exit 2 naming --out", words="--out",
         setup=lambda tmp: (tmp / "afile").write_text("x"))
     cli("new_losses", ["--help"], expected="exit 0, names and an example",
@@ -623,7 +624,7 @@ def cli_cases() -> None:  # noqa: PLR0915
                       "--workers", "1", "--out", "{tmp}"],
         expected="exit 0: any model may be trained under Table 2's masks; one SimCLR job",
         ok=lambda tmp, out: list(json.loads((tmp / "quick-table2-independent.json").read_text())["jobs"]) == ["SimCLR/0.1"],
-        timeout=120)
+        timeout=240)
     cli("landscape", ["figures", "--seeds", "1,2,3,4", "--quick", "--out", "{tmp}"],
         expected="exit 2 naming --seeds (figures runs 3 seeds)", words="seeds")
     cli("landscape", ["table4", "--factors", "noise=0", "--out", "{tmp}"], expected="exit 2 naming --factors", words="factors")
@@ -639,7 +640,7 @@ def cli_cases() -> None:  # noqa: PLR0915
     cli("landscape", ["table4", "--quick", "--out", "{tmp}/afile"], expected="exit 2 naming --out", words="--out",
         setup=lambda tmp: (tmp / "afile").write_text("x"))
     cli("landscape", ["table4", "--quick", "--epochs", "1", "--seeds", "1", "--out", "{tmp}", "--scheduler", "tcp://127.0.0.1:9"],
-        expected="exit 2 naming --scheduler", words="--scheduler", timeout=20)
+        expected="exit 2 naming --scheduler", words="--scheduler", timeout=90)
     cli("landscape", ["table4", "table1", "--quick", "--epochs", "1", "--seeds", "1", "--workers", "1", "--out", "{tmp}"],
         expected="exit 2 naming --discard-complete before table4's jobs (table1 has a complete result with other settings)",
         words="discard-complete",
