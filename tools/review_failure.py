@@ -706,6 +706,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", choices=("lib", "cli"), default=None, help="run only the library calls or the command lines")
     parser.add_argument("-k", default=None, help="run only the calls whose text contains this (no report written)")
+    parser.add_argument("--update", action="store_true",
+                        help="with -k: replace those calls' rows in the existing report and recount it")
     args = parser.parse_args(argv)
     start = time.time()
     rows: list[dict] = []
@@ -723,6 +725,19 @@ def main(argv=None) -> int:
         REPORT.parent.mkdir(parents=True, exist_ok=True)
         REPORT.write_text(json.dumps({"summary": summary, "calls": rows}, indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {REPORT}")
+    elif args.update and args.k is not None:
+        report = json.loads(REPORT.read_text())
+        new = {(r["kind"], r["call"]): r for r in rows}
+        merged = [new.pop((r["kind"], r["call"]), r) for r in report["calls"]]
+        merged += list(new.values())
+        lib_rows = [r for r in merged if r["kind"] == "library"]
+        cli_rows = [r for r in merged if r["kind"] == "command line"]
+        report["summary"] = {"library": counts(lib_rows), "command line": counts(cli_rows), "total": counts(merged),
+                             "calls": {"library": len(lib_rows), "command line": len(cli_rows)},
+                             "seconds": report["summary"].get("seconds"),
+                             "rerun": sorted({*report["summary"].get("rerun", []), *(r["call"] for r in rows)})}
+        REPORT.write_text(json.dumps({"summary": report["summary"], "calls": merged}, indent=1, ensure_ascii=False) + "\n")
+        print(f"updated {len(rows)} rows of {REPORT}: {json.dumps(report['summary']['total'])}")
     return 0
 
 
