@@ -318,6 +318,7 @@ def _mech_stored():
 
 
 DOMAINS["clbook.experiments.landscape.mechanism.reliance_tests"] = Spec(
-    valid=st.fixed_dictionaries({"data": st.just(_mech_stored()), "epoch": st.sampled_from([0, 4, None])}),
+    valid=st.fixed_dictionaries({"data": st.just(_mech_stored()), "epoch": st.sampled_from([0, 4, None]), "quantity": st.just("drop")}),
     expect=lambda out, kw: len(out) == 3 and all(r["tests"] == 3 for r in out),
-    invalid=(Bad({"data": {}}, "data"), Bad({"data": _mech_stored(), "epoch": 2}, "epoch"), Bad({"data": 3}, "data")))
+    invalid=(Bad({"data": {}}, "data"), Bad({"data": _mech_stored(), "epoch": 2}, "epoch"), Bad({"data": 3}, "data"),
+             Bad({"data": _mech_stored(), "quantity": "x"}, "quantity")))

@@ -206,3 +206,14 @@ def test_reliance_tests_known_answers():
         MM.reliance_tests(data, epoch=5)
     with pytest.raises(ValueError, match="data"):
         MM.reliance_tests({"jobs": {"noise_draw=view/CL-basic/0.1": {"params": {}}}})
+
+
+def test_reliance_tests_on_the_identification_share():
+    data = _stored_mechanism({("sample", "CL-basic"): [[0.2, 0.3]] * 3, ("view", "CL-basic"): [[0.2, 0.0]] * 3})
+    for rows in data["jobs"].values():
+        for r in rows["result"]["rows"]:
+            r["match_shared"], r["match_fresh"] = [0.5, 0.5 + r["seed"] / 100], [0.1, 0.1]
+    out = MM.reliance_tests(data, quantity="match")
+    assert [round(r["mean"], 12) for r in out] == [0.42, 0.42, 0.0]
+    with pytest.raises(ValueError, match="quantity"):
+        MM.reliance_tests(data, quantity="cosine")

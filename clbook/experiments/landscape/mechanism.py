@@ -221,7 +221,7 @@ def mechanism_job(*, model: str, sparsities, seeds, at, n_held_out: int = 1000, 
                 train_seconds=round(result.seconds, 1))
 
 
-def _drops(data: dict) -> dict:
+def _drops(data: dict, quantity: str = "drop") -> dict:
     """``{(noise_draw, model, sparsity): (epochs, {seed: drops})}`` from a stored ``mechanism`` result."""
     if not isinstance(data, dict) or not isinstance(data.get("jobs"), dict) or not data["jobs"]:
         raise ValueError("data must be a stored mechanism result (a dict with 'jobs'; see experiments.load).")
@@ -231,13 +231,17 @@ def _drops(data: dict) -> dict:
         if not rows or "drop" not in rows[0]:
             continue  # a job not run yet (partial result)
         draw = key.split("/")[0].removeprefix("noise_draw=")
-        out[(draw, rows[0]["model"], rows[0]["sparsity"])] = (rows[0]["epochs"], {r["seed"]: r["drop"] for r in rows})
+        if quantity == "drop":
+            by_seed = {r["seed"]: r["drop"] for r in rows}
+        else:  # the share of pairs identified that is lost when the shared noise is redrawn
+            by_seed = {r["seed"]: [a - b for a, b in zip(r["match_shared"], r["match_fresh"], strict=True)] for r in rows}
+        out[(draw, rows[0]["model"], rows[0]["sparsity"])] = (rows[0]["epochs"], by_seed)
     if not out:
         raise ValueError("data holds no finished job of the mechanism experiment.")
     return out
 
 
-def reliance_tests(data: dict, *, epoch: int | None = None) -> list:
+def reliance_tests(data: dict, *, epoch: int | None = None, quantity: str = "drop") -> list:
     r"""The verdicts of a stored ``mechanism`` result at one epoch: the drops against "no reliance", and shared against per-view.
 
     For every finished job (noise draw, model, Pr(sparse)): the drop of each seed at ``epoch`` (default the last
@@ -252,6 +256,9 @@ def reliance_tests(data: dict, *, epoch: int | None = None) -> list:
         A stored result of the experiment ``mechanism`` (complete or partial).
     epoch : int, optional
         A measured epoch (default: the last).
+    quantity : {"drop", "match"}
+        The drop of the mean positive cosine (default), or of the share of held-out pairs identified
+        (``match_shared - match_fresh``: the identifications that the shared noise alone makes).
 
     Returns
     -------
@@ -261,7 +268,8 @@ def reliance_tests(data: dict, *, epoch: int | None = None) -> list:
     """
     from ... import verify
 
-    groups = _drops(data)
+    check_choice("quantity", quantity, ("drop", "match"))
+    groups = _drops(data, quantity)
     cells = []
     for (draw, model, sparsity), (epochs, by_seed) in sorted(groups.items()):
         e = epochs[-1] if epoch is None else check_int("epoch", epoch, 0)
