@@ -160,7 +160,7 @@ def project(weights, normalization: str = "frobenius") -> list[torch.Tensor]:
 def _norm(A, axis):
     """The 2-norm of ``A`` over ``axis``, kept as a size-1 axis: a torch tensor's ``norm``, numpy's ``linalg.norm``."""
     if isinstance(A, np.ndarray):
-        return np.linalg.norm(A, axis=axis, keepdims=True)
+        return np.sqrt((A * A).sum(axis=axis, keepdims=True))
     return A.norm(dim=axis, keepdim=True)
 
 
