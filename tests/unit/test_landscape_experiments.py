@@ -506,7 +506,7 @@ def test_command_line_forwards_discard_complete(monkeypatch, tmp_path):
         return {}
 
     monkeypatch.setattr(L.experiments.runner, "run_jobs", fake)
-    assert L.main(["table1", "--quick", "--workers", "1", "--out", str(tmp_path), "--discard-complete", "--worker-timeout", "7"]) == 0
+    assert L.main(["table1", "--quick", "--workers", "1", "--backend", "dask", "--out", str(tmp_path), "--discard-complete", "--worker-timeout", "7"]) == 0
     assert seen["discard_complete"] is True and seen["out"] == tmp_path and seen["worker_timeout"] == 7
 
 
