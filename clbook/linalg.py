@@ -121,14 +121,20 @@ def _unit_checked(name: str, W, over: str, eps: float) -> torch.Tensor:
     eps = check_positive("eps", eps)
     norms = _norms(W, over)
     if W.numel() and bool(torch.isinf(norms).any()):
-        # a squared norm overflowed (finite entries): divide by the largest |entry| first, a power of two (exact),
-        # so that the result is W / ||W|| at any finite scale instead of zero
-        dims = (-1,) if over == "rows" else (-2,) if over == "columns" else (-2, -1)
-        top = W.detach().abs().amax(dim=dims, keepdim=True)
-        big = torch.isinf(norms)
-        scaled = W * torch.ldexp(torch.ones_like(top), torch.where(big, -torch.frexp(top).exponent, 0))
-        return torch.where(big, scaled / _norms(scaled, over), W / norms.clamp_min(eps))
+        # a squared norm overflowed (finite entries): the scale-safe form, exact at any finite scale, where it did
+        return torch.where(torch.isinf(norms), _unit_any_scale(W, over), W / norms.clamp_min(eps))
     return W / norms.clamp_min(eps)
+
+
+def _unit_any_scale(W: torch.Tensor, over: str) -> torch.Tensor:
+    """The ``over`` normalisation exact at any finite scale, through the one scale-safe row normalisation."""
+    from .losses._safe import unit_rows_any_scale  # imported here: clbook.losses imports this module
+
+    if over == "rows":
+        return unit_rows_any_scale(W)
+    if over == "columns":
+        return unit_rows_any_scale(W.transpose(-1, -2)).transpose(-1, -2)
+    return unit_rows_any_scale(W.reshape(*W.shape[:-2], -1)).reshape(W.shape)
 
 
 def unit_rows(X: torch.Tensor, *, eps: float = 1e-12) -> torch.Tensor:
