@@ -506,7 +506,8 @@ def test_command_line_forwards_discard_complete(monkeypatch, tmp_path):
         return {}
 
     monkeypatch.setattr(L.experiments.runner, "run_jobs", fake)
-    assert L.main(["table1", "--quick", "--workers", "1", "--backend", "dask", "--out", str(tmp_path), "--discard-complete", "--worker-timeout", "7"]) == 0
+    argv = ["table1", "--quick", "--workers", "1", "--backend", "dask", "--out", str(tmp_path), "--discard-complete"]
+    assert L.main(argv + ["--worker-timeout", "7"]) == 0
     assert seen["discard_complete"] is True and seen["out"] == tmp_path and seen["worker_timeout"] == 7
 
 
