@@ -19,6 +19,7 @@ VOCABULARY = {
     "summary": "an experiment's rows reduced to mean, standard deviation and count per group over seeds",
     "TrainResult": "a trainer's result, satisfying clbook.dynamics.Run (one stopping_reason field)",
     "train": "the training loop of the module's model",
+    "train_unchecked": "the loop of the module's train without argument checks, on torch tensors or numpy arrays",
     # a model module's own instance of a paper's quantity
     "energy": "the paper's energy E (the objective the dynamics ascend) for the module's model",
     "gated_inputs": "Tian (2023) Eq. 6's gated inputs x~ = x h'(w^T x), in the module's network shape",
