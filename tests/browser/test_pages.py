@@ -175,15 +175,21 @@ SCROLL = """() => [...document.querySelectorAll('div.cell_input pre, div.highlig
   .map(pre => pre.textContent.split('\\n').reduce((a, b) => a.length >= b.length ? a : b, '').slice(0, 100))"""
 
 
-@pytest.mark.parametrize("chapter", sorted(CHAPTER_PAGES))
-def test_no_code_cell_scrolls_sideways(chapter, server, browser):
-    """At the default width, no visible code cell of a chapter is wider than the book's column."""
+def wide_elements(server, browser, page: str, script: str) -> list[str]:
+    """What ``script`` reports on ``book/<page>.html`` at the default width (1280 x 900), offline."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(server) else r.abort())
     tab = context.new_page()
-    tab.goto(f"{server}/book/{chapter}.html", wait_until="load")
-    wide = tab.evaluate(SCROLL)
+    tab.goto(f"{server}/book/{page}.html", wait_until="load")
+    wide = tab.evaluate(script)
     context.close()
+    return wide
+
+
+@pytest.mark.parametrize("chapter", sorted(CHAPTER_PAGES))
+def test_no_code_cell_scrolls_sideways(chapter, server, browser):
+    """At the default width, no visible code cell of a chapter is wider than the book's column."""
+    wide = wide_elements(server, browser, chapter, SCROLL)
     assert not wide, f"book/{chapter}.html: {len(wide)} code cells scroll sideways, e.g. the line {wide[0]!r}"
 
 
@@ -195,10 +201,5 @@ SIGNATURES = """() => [...document.querySelectorAll('dt.sig')]
 def test_api_signatures_do_not_scroll_sideways(server, browser):
     """The API page's generated signatures fit the column at the default width: one parameter a line past 80
     characters (maximum_signature_line_length in _config.yml)."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(server) else r.abort())
-    tab = context.new_page()
-    tab.goto(f"{server}/book/api.html", wait_until="load")
-    wide = tab.evaluate(SIGNATURES)
-    context.close()
+    wide = wide_elements(server, browser, "api", SIGNATURES)
     assert not wide, f"book/api.html: {len(wide)} signatures scroll sideways, e.g. {wide[0]!r}"
