@@ -74,7 +74,9 @@ class Alternative:
     --------
     >>> from clbook import verify
     >>> alt = verify.Alternative("the factor 1/2 dropped", predicted=2.0)
-    >>> verify.check("acl-thm-1", "a slope", 1.0, 1.0 + 1e-9, rtol=1e-6, alternative=alt).alternative
+    >>> r = verify.check("acl-thm-1", "a slope", 1.0, 1.0 + 1e-9,
+    ...                  rtol=1e-6, alternative=alt)
+    >>> r.alternative
     'the factor 1/2 dropped'
     """
 

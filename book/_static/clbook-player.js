@@ -1,6 +1,8 @@
 // Panels that move without a kernel (tools/frames.py, book/_ext/clbook_sphinx.py): each .clbook-player holds the
 // panel's controls and its precomputed frames; moving a control shows the stored frame for that value, with the
 // other controls at their initial values. The time from the move to the frame shown is kept in data-last-ms.
+// The frames are fetched and decoded once, when the player comes near the screen (data-preloaded is set when all are
+// in), so that a move swaps in an image the browser already holds instead of waiting for the network.
 (function () {
   function setup(player) {
     var spec = JSON.parse(player.getAttribute("data-spec"));
@@ -54,6 +56,25 @@
       box.appendChild(row);
     });
   }
-  function init() { document.querySelectorAll(".clbook-player").forEach(setup); }
+  function preload(player) {
+    var spec = JSON.parse(player.getAttribute("data-spec"));
+    var keys = Object.keys(spec.frames);
+    var left = keys.length;
+    player.clbookFrames = keys.map(function (key) {
+      var im = new Image();
+      im.src = spec.base + spec.frames[key];
+      var done = function () { left -= 1; if (left === 0) { player.setAttribute("data-preloaded", ""); } };
+      (im.decode ? im.decode() : Promise.resolve()).then(done, done);
+      return im;
+    });
+  }
+  function watch(player) {
+    if (!("IntersectionObserver" in window)) { preload(player); return; }
+    var seen = new IntersectionObserver(function (entries) {
+      if (entries.some(function (e) { return e.isIntersecting; })) { seen.disconnect(); preload(player); }
+    }, {rootMargin: "600px 0px"});
+    seen.observe(player);
+  }
+  function init() { document.querySelectorAll(".clbook-player").forEach(function (p) { setup(p); watch(p); }); }
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", init); } else { init(); }
 })();

@@ -23,8 +23,10 @@ generators seeded with the run's seed (independent of torch's default dtype), th
 Experiments (one job of :mod:`clbook.experiments.runner` per cell): ``table1`` (App. E.2, Table 1), ``fig4``
 (Sec. 5, Fig. 4 and App. E.2, Figs 9-10), ``digits`` (App. E.3 on a substitute) and ``bench``. Command line::
 
-    python -m clbook.experiments.hierarchical table1 [--quick] [--seeds 1,2,3] [--betas 1,2] [--candidates 1,3]
-        [--out DIR] [--workers 2] [--backend local|dask] [--scheduler ADDRESS] [--fresh] [--threads 1]
+    python -m clbook.experiments.hierarchical table1 [--quick]
+        [--seeds 1,2,3] [--betas 1,2] [--candidates 1,3] [--out DIR]
+        [--workers 2] [--backend local|dask] [--scheduler ADDRESS]
+        [--fresh] [--threads 1]
 
 The stored results ship in ``clbook/results/hierarchical/`` (read with :func:`load`; :func:`rows` flattens a table).
 Used in Chapter 10; its figures are in :mod:`clbook.viz.hierarchical`.

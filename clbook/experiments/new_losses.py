@@ -14,9 +14,12 @@ The work is a list of jobs (one per method and seed, and one for the baselines: 
 backbone) run by :func:`clbook.experiments.runner.run_jobs`: results are written atomically after every job, an
 interrupted run resumes, and a complete result is never replaced by a partial one. The command line::
 
-    python -m clbook.experiments.new_losses                      # the full comparison (about 20 CPU-minutes)
-    python -m clbook.experiments.new_losses --quick              # 4 epochs, one seed (a minute)
-    python -m clbook.experiments.new_losses --seeds 3,4 --name more-seeds --workers 4
+    # the full comparison (about 20 CPU-minutes)
+    python -m clbook.experiments.new_losses
+    # 4 epochs, one seed (a minute)
+    python -m clbook.experiments.new_losses --quick
+    python -m clbook.experiments.new_losses --seeds 3,4 \
+        --name more-seeds --workers 4
 
 writes ``<out>/<name>.json`` (``--out``, default :func:`clbook.results.user_dir`). The result the book shows ships as
 ``clbook/results/new_losses/full.json`` (``quick.json`` for the tests) and is read with :func:`load`, which returns a

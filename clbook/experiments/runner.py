@@ -1,4 +1,4 @@
-"""One runner for every heavy experiment: jobs as data, results stored atomically, resume, provenance, progress.
+r"""One runner for every heavy experiment: jobs as data, results stored atomically, resume, provenance, progress.
 
 An experiment describes its work as a list of :class:`Job` (a unique key, the keyword arguments of a top-level
 function, a relative cost) and hands it to :func:`run_jobs`, which
@@ -35,8 +35,10 @@ The result file is ``{"experiment", "name", "complete", "settings", "jobs": {key
 
 Running on a cluster::
 
-    # on the cluster: dask scheduler (or a dask-jobqueue SLURMCluster(...).scheduler_address), then workers
-    python -m clbook.experiments.landscape table2-independent --backend dask --scheduler tcp://head-node:8786 --out results/
+    # on the cluster: start a dask scheduler (or use a dask-jobqueue
+    # SLURMCluster(...).scheduler_address), then its workers; then
+    python -m clbook.experiments.landscape table2-independent \
+        --backend dask --scheduler tcp://head-node:8786 --out results/
 
 Each worker needs clbook installed (``pip install clbook``, the same version) and one thread per job
 (:func:`run_jobs` sets ``torch.set_num_threads(threads)`` inside each job). Used by every module of

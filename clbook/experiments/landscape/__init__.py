@@ -48,9 +48,13 @@ name of the former single module is importable from the package. (The modules ar
 Named experiments (:data:`EXPERIMENTS`, run through :mod:`clbook.experiments.runner`, which resumes an
 interrupted run and never replaces a complete result by a partial one)::
 
-    python -m clbook.experiments.landscape table2-independent table2-dependent table1 ablation --out DIR
-    python -m clbook.experiments.landscape bench        # matmul vs contrastive step throughput (make bench)
-    python -m clbook.experiments.landscape faithfulness --checkout /tmp/authors   # ours vs the authors' code
+    python -m clbook.experiments.landscape table2-independent \
+        table2-dependent table1 ablation --out DIR
+    # matmul vs contrastive step throughput (make bench)
+    python -m clbook.experiments.landscape bench
+    # ours vs the authors' code
+    python -m clbook.experiments.landscape faithfulness \
+        --checkout /tmp/authors
 
 Results with provenance go to ``--out`` (default :func:`clbook.results.user_dir`); the shipped ones are in
 ``clbook/results/landscape/``. Used in Chapter 17. float32 for training (the metric is computed in float64).
