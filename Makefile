@@ -48,12 +48,12 @@ book: $(STAMP)
 	mkdir -p _build/html/_static/wheels && cp _build/dist/clbook-*.whl _build/html/_static/wheels/
 	@echo "The book is in _build/html: open _build/html/index.html, or run 'make serve'."
 
-# Each stage in turn, stopping at the first that fails; each prints its wall time, and the last line the total.
+# Each stage in turn, stopping at the first that fails; each prints its wall and CPU time, and the last line the total.
 TEST_STAGES := lint unit notebooks structure colab binder floor assignments-test browser
 test: $(STAMP)
-	@set -e; total=$$(date +%s); for stage in $(TEST_STAGES); do start=$$(date +%s); \
-	$(MAKE) --no-print-directory $$stage; echo "make test: $$stage passed in $$(( $$(date +%s) - start )) s"; done; \
-	echo "make test: every stage passed in $$(( $$(date +%s) - total )) s (set-up not counted)"
+	@set -e; total=$$(date +%s); for stage in $(TEST_STAGES); do \
+	TIMEFORMAT="make test: $$stage: %0R s wall, %0U s user + %0S s system CPU"; time $(MAKE) --no-print-directory $$stage; \
+	done; echo "make test: every stage passed in $$(( $$(date +%s) - total )) s (set-up not counted)"
 
 # ruff on the package, the tests, the tools and every notebook cell.
 lint: $(STAMP)
