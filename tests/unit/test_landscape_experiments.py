@@ -578,3 +578,14 @@ def test_escape_epochs_finds_the_first_crossing():
     assert L.escape_epochs(rows, threshold=0.55) == {(0.2, 1): 200, (0.2, 2): 300, (0.2, 3): 0}
     with pytest.raises(ValueError, match="threshold"):
         L.escape_epochs(rows, threshold=2)
+
+
+def test_ablation_rest_completes_the_stored_ablation_at_0_2():
+    """``ablation-rest`` holds exactly the jobs of ABLATION_SPARSITIES at Pr(sparse) 0.2 that the stored ``ablation``
+    lacks: together they cover every factor and model that ``ablation-sparsities`` runs at 0.1 and 0.3."""
+    stored = set(L.load("ablation")["jobs"])
+    rest = {j.key for j in L.jobs("ablation-rest")}
+    wanted = {f"{factor}/{name}/0.2" for factor, names in L.ABLATION_SPARSITIES.items() for name in names}
+    assert not stored & rest
+    assert wanted <= stored | rest and rest <= wanted
+    assert {j.key.rsplit("/", 1)[0] for j in L.jobs("ablation-sparsities")} == {k.rsplit("/", 1)[0] for k in wanted}

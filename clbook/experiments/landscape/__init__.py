@@ -68,6 +68,7 @@ from .benchmark import bench, step_flops
 from .cli import main
 from .experiments import (
     ABLATION_MODELS,
+    ABLATION_REST,
     ABLATION_SPARSITIES,
     ABLATIONS,
     DATA,
@@ -93,5 +94,5 @@ __all__ = [
     "ABLATION_MODELS", "PILOT", "NOISE_DRAWS", "LATENTS", "BIAS_INITS", "jobs", "run", "estimate", "rows_by_model", "step_flops", "mixed",
     "end_values", "paired_gap", "ablation_effects", "replay",
     "seed_spread", "trajectory_summary", "escape_epochs", "bench", "faithfulness", "load", "main", "DATA", "METRICS", "FAITHFULNESS_PAIRS",
-    "ABLATION_SPARSITIES", "MORE_SEEDS", "MORE_SEEDS_MODELS",
+    "ABLATION_SPARSITIES", "ABLATION_REST", "MORE_SEEDS", "MORE_SEEDS_MODELS",
 ]
