@@ -153,9 +153,9 @@ def _ablation(experiment, models, factors):
             if (models is None or name in models) and (factors is None or factor in factors)]
 
 
-def _ablation_sparsities(experiment, models, factors):  # the same factors at Pr(sparse) 0.1 and 0.3 (0.2 is in "ablation")
-    chosen = ABLATION_REST if experiment == "ablation-rest" else ABLATION_SPARSITIES
-    return [(f"{factor}/{name}", name, ABLATIONS[factor][0]) for factor, names in chosen.items()
+def _ablation_table(experiment, models, factors):  # the factors and models of a {factor: models} table
+    table = {"ablation-sparsities": ABLATION_SPARSITIES, "ablation-rest": ABLATION_REST}[experiment]
+    return [(f"{factor}/{name}", name, ABLATIONS[factor][0]) for factor, names in table.items()
             for name in names if models is None or name in models]
 
 
@@ -201,7 +201,7 @@ def _checkpoints(epochs: int) -> list:
 
 
 _TODO = {"table2-independent": _table2, "table2-dependent": _table2, "table1": _table1, "ablation": _ablation,
-         "ablation-sparsities": _ablation_sparsities, "ablation-rest": _ablation_sparsities,
+         "ablation-sparsities": _ablation_table, "ablation-rest": _ablation_table,
          "table2-independent-seeds": _more_seeds, "ablation-seeds": _more_seeds,
          "pilot": _pilot, "table4": _table4, "figures": _figures, "table2-scripts": _scripts, "mechanism": _mechanism}
 
