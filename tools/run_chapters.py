@@ -31,13 +31,16 @@ SANITIZE = [(re.compile(r"/tmp/ipykernel_\d+/\d+\.py"), "IPYKERNEL_CELL"), (re.c
 def _text(cell) -> str:
     if "nbval-ignore-output" in cell.metadata.get("tags", []):
         return ""
-    parts = []
+    text = ""
     for o in cell.get("outputs", []):
-        if o.output_type == "stream" and o.get("name") != "stderr":  # warnings are shown once per session; numbers go to stdout
-            parts.append(o.text)
+        # One print can arrive as several stream messages (the kernel flushes on a timer), and where the cut falls
+        # differs between runs: stream pieces are joined as they came, as nbval's coalescing does; warnings are shown
+        # once per session and go to stderr, numbers go to stdout.
+        if o.output_type == "stream" and o.get("name") != "stderr":
+            text += o.text
         elif o.output_type in ("display_data", "execute_result"):
-            parts += [v if isinstance(v, str) else "".join(v) for m, v in o.get("data", {}).items() if m.startswith("text/")]
-    text = "\n".join(parts)
+            text += "".join(f"\n{v if isinstance(v, str) else ''.join(v)}\n"
+                            for m, v in o.get("data", {}).items() if m.startswith("text/"))
     for pattern, replacement in SANITIZE:
         text = pattern.sub(replacement, text)
     return text

@@ -75,3 +75,22 @@ def test_api_page_is_generated_from_the_package():
 
     run = subprocess.run([sys.executable, str(ROOT / "tools" / "apidoc.py"), "--check"], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_reader_run_compares_a_print_however_the_kernel_cut_it():
+    """The Colab-like run compares a chapter's two passes by text: one print that arrived as two stream messages
+    (the kernel flushes on a timer) must read the same as one message, while a changed number must not."""
+    import nbformat
+    import run_chapters
+
+    def cell(*texts):
+        outputs = [nbformat.v4.new_output("stream", name="stdout", text=t) for t in texts]
+        return nbformat.v4.new_code_cell("print(...)", outputs=outputs)
+
+    whole = run_chapters._text(cell("verdicts checked: 42\n"))
+    assert run_chapters._text(cell("verdicts checked:", " 42\n")) == whole
+    assert run_chapters._text(cell("verdicts checked:", " 43\n")) != whole
+    shown = nbformat.v4.new_code_cell("x", outputs=[nbformat.v4.new_output("execute_result", data={"text/plain": "1"})])
+    shown.outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": "2"}))
+    assert run_chapters._text(shown) != run_chapters._text(
+        nbformat.v4.new_code_cell("x", outputs=[nbformat.v4.new_output("execute_result", data={"text/plain": "12"})]))
