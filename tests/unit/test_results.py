@@ -54,3 +54,16 @@ def test_provenance_names_code_and_machine():
     prov = results.provenance("python -m x", 1.234, workers=2)
     assert prov["seconds"] == 1.2 and prov["workers"] == 2
     assert prov["code"].startswith(("git ", "clbook ")) and "torch" in prov["machine"] and "cores" in prov["machine"]
+
+
+def test_no_shipped_result_is_a_quick_or_partial_run():
+    """A `--quick` run (20 epochs, marked complete) or a partial one must never stand in for a stored result: the
+    chapters would read its numbers as the experiment's."""
+    bad = []
+    for experiment in results.EXPERIMENTS:
+        for name in results.names(experiment):
+            data = results.load(experiment, name)
+            settings = data.get("settings") if isinstance(data.get("settings"), dict) else {}
+            if name.startswith("quick-") or settings.get("quick") or data.get("complete") is False:
+                bad.append(f"{experiment}/{name}")
+    assert not bad, f"quick or partial runs among the shipped results: {bad}"
